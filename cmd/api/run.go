@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ordersvc/ordersvc/db"
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/httpapi"
+	"github.com/ordersvc/ordersvc/internal/infra"
+)
+
+const usage = `usage: api <command>
+
+commands:
+  serve                         run the HTTP server and background workers
+  migrate up|down|status        apply, roll back one, or list migrations
+  actor create --name NAME --role customer|staff [--credit-limit-cents N]
+                                create an actor and print {"actor_id","token"}
+  seed                          create demo actors and products, print tokens
+  healthcheck                   exit 0 when the local server is ready (for images without curl)
+
+configuration is read from the environment; see README.md`
+
+// run is the whole program: main only wires the process to it, so tests can
+// call it with their own arguments, environment and output.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, getenv, stdout, nil)
+	case "migrate":
+		return migrate(ctx, args[1:], getenv, stdout)
+	case "actor":
+		if len(args) < 2 || args[1] != "create" {
+			return errors.New("usage: api actor create --name NAME --role customer|staff [--credit-limit-cents N]")
+		}
+		return actorCreate(ctx, args[2:], getenv, stdout)
+	case "seed":
+		return seed(ctx, getenv, stdout)
+	case "healthcheck":
+		return healthcheck(ctx, getenv)
+	case "help", "-h", "--help":
+		_, err := fmt.Fprintln(stdout, usage)
+		return err
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}
+
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// openPool opens the pool with the configured guards and checks that the
+// database answers, so that a bad DATABASE_URL fails at start with one line.
+func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
+	pool, err := infra.NewPool(ctx, infra.PoolConfig{
+		URL:              c.DatabaseURL,
+		MaxConns:         c.DBMaxConns,
+		StatementTimeout: c.DBStatementTimeout,
+		LockTimeout:      c.DBLockTimeout,
+		IdleInTxTimeout:  c.DBIdleInTxTimeout,
+		ConnectTimeout:   3 * time.Second,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database unreachable: %w", err)
+	}
+	return pool, nil
+}
+
+func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) *infra.Runner {
+	return infra.NewRunner(pool, log, reg, infra.RetryPolicy{}, infra.KeyConfig{
+		TTL: c.IdempotencyTTL, Wait: c.IdempotencyWait, LockTimeout: c.DBLockTimeout,
+	})
+}
+
+// newHandler wires the use cases to the HTTP API.
+func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry) http.Handler {
+	return httpapi.NewServer(httpapi.Deps{
+		Log: log, Registry: reg, Ready: ready,
+		Authenticate:    app.Authenticate{Tx: tx},
+		Products:        app.Products{Tx: tx},
+		CreateProduct:   app.CreateProduct{Tx: tx},
+		UpdateProduct:   app.UpdateProduct{Tx: tx},
+		AdjustStock:     app.AdjustStock{Tx: tx},
+		Orders:          app.Orders{Tx: tx},
+		PlaceOrder:      app.PlaceOrder{Tx: tx},
+		TransitionOrder: app.TransitionOrder{Tx: tx},
+		RecordPayment:   app.RecordPayment{Tx: tx},
+		DeactivateActor: app.DeactivateActor{Tx: tx},
+	})
+}
+
+// serve runs the HTTP server until ctx ends, then drains in-flight requests
+// within SHUTDOWN_TIMEOUT, stops the workers and closes the pool, in that
+// order. listening, when set, receives the bound address (tests listen on :0).
+func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, listening chan<- string) error {
+	c, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stdout, c.LogLevel)
+	pool, err := openPool(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	runner := newRunner(pool, log, reg, c)
+
+	ln, err := net.Listen("tcp", c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on HTTP_ADDR %s: %w", c.HTTPAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           newHandler(runner, runner.Ping, log, reg),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening", "addr", ln.Addr().String())
+	if listening != nil {
+		listening <- ln.Addr().String()
+	}
+
+	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorkers()
+	done := startWorkers(workers, pool, log, reg, c)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", c.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown did not drain every request", "err", err)
+	}
+	stopWorkers()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		log.Warn("workers did not stop before the shutdown deadline")
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// startWorkers starts the background workers and returns a channel closed
+// when all of them have stopped.
+func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) <-chan struct{} {
+	done := make(chan struct{})
+	close(done)
+	return done
+}
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
+		return errors.New("usage: api migrate up|down|status")
+	}
+	c, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	p, err := newMigrator(sqlDB)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "up":
+		res, err := p.Up(ctx)
+		for _, r := range res {
+			fmt.Fprintf(stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(time.Millisecond))
+		}
+		if err == nil && len(res) == 0 {
+			fmt.Fprintln(stdout, "no migrations to apply")
+		}
+		return err
+	case "down":
+		r, err := p.Down(ctx)
+		if r != nil {
+			fmt.Fprintf(stdout, "rolled back %s\n", r.Source.Path)
+		}
+		return err
+	default:
+		st, err := p.Status(ctx)
+		for _, s := range st {
+			applied := "pending"
+			if s.State == goose.StateApplied {
+				applied = "applied " + s.AppliedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(stdout, "%-40s %s\n", s.Source.Path, applied)
+		}
+		return err
+	}
+}
+
+// newMigrator returns a goose provider over the embedded migrations. The
+// session locker (a PostgreSQL advisory lock) makes concurrent "migrate up"
+// runs, for example from several replicas, apply each migration once.
+func newMigrator(sqlDB *sql.DB) (*goose.Provider, error) {
+	migrations, err := fs.Sub(db.Migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(goose.DialectPostgres, sqlDB, migrations, goose.WithSessionLocker(locker))
+}
+
+func actorCreate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fl := flag.NewFlagSet("actor create", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	name := fl.String("name", "", "display name")
+	role := fl.String("role", "", "customer or staff")
+	limit := fl.Int64("credit-limit-cents", 0, "credit limit in cents (customers)")
+	if err := fl.Parse(args); err != nil {
+		return fmt.Errorf("actor create: %w (usage: --name NAME --role customer|staff [--credit-limit-cents N])", err)
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("actor create: unexpected argument %q", fl.Arg(0))
+	}
+	c, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	runner := newRunner(pool, newLogger(io.Discard, slog.LevelError), nil, c)
+	out, err := app.CreateActor{Tx: runner}.Handle(ctx, app.CreateActorCommand{Name: *name, Role: *role, CreditLimitCents: *limit})
+	if err != nil {
+		var de *domain.Error
+		if errors.As(err, &de) {
+			return fmt.Errorf("actor create: %s", de.Error())
+		}
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(map[string]string{"actor_id": out.Actor.ID.String(), "token": out.Token})
+}
+
+func healthcheck(ctx context.Context, getenv func(string) string) error {
+	c, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	_, port, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP_ADDR %q: %w", c.HTTPAddr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+port+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: /readyz answered %d", res.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+type seededActor struct {
+	Name             string `json:"name"`
+	Role             string `json:"role"`
+	ActorID          string `json:"actor_id"`
+	Token            string `json:"token"`
+	CreditLimitCents int64  `json:"credit_limit_cents,omitempty"`
+}
+
+type seededProduct struct {
+	ID    string `json:"id"`
+	SKU   string `json:"sku"`
+	Stock int64  `json:"stock"`
+}
+
+// seed creates a staff member, two customers and a few products, and prints
+// their tokens and ids, so that someone who just started the service can
+// call it at once. Products whose SKU exists are reused; actors are always
+// new, because a token cannot be shown twice.
+func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	c, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	runner := newRunner(pool, newLogger(io.Discard, slog.LevelError), nil, c)
+
+	var out struct {
+		Actors   []seededActor   `json:"actors"`
+		Products []seededProduct `json:"products"`
+	}
+	var staff app.Principal
+	for _, a := range []app.CreateActorCommand{
+		{Name: "Demo Staff", Role: "staff"},
+		{Name: "Alice", Role: "customer", CreditLimitCents: 100_000_00},
+		{Name: "Bob", Role: "customer", CreditLimitCents: 500_00},
+	} {
+		res, err := app.CreateActor{Tx: runner}.Handle(ctx, a)
+		if err != nil {
+			return fmt.Errorf("seed actor %s: %w", a.Name, err)
+		}
+		if a.Role == "staff" {
+			staff = app.Principal{ID: res.Actor.ID, Role: domain.RoleStaff, Active: true}
+		}
+		out.Actors = append(out.Actors, seededActor{Name: a.Name, Role: a.Role, ActorID: res.Actor.ID.String(), Token: res.Token, CreditLimitCents: a.CreditLimitCents})
+	}
+	for _, p := range []app.CreateProductCommand{
+		{SKU: "DEMO-MUG", Name: "Enamel mug", PriceCents: 1200, Stock: 100},
+		{SKU: "DEMO-TEE", Name: "Cotton T-shirt", PriceCents: 2500, Stock: 50},
+		{SKU: "DEMO-CAP", Name: "Baseball cap", PriceCents: 1800, Stock: 10},
+		{SKU: "DEMO-PEN", Name: "Ballpoint pen", PriceCents: 150, Stock: 1000},
+	} {
+		var made *domain.Product
+		_, err := app.CreateProduct{Tx: runner}.Handle(ctx, p, app.Call[*domain.Product]{
+			Principal: staff,
+			Render:    func(pr *domain.Product) (app.Receipt, error) { made = pr; return app.Receipt{}, nil },
+		})
+		if domain.ErrorCode(err) == domain.CodeSKUTaken {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("seed product %s: %w", p.SKU, err)
+		}
+		out.Products = append(out.Products, seededProduct{ID: made.ID().String(), SKU: string(made.SKU()), Stock: made.Stock()})
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -1,0 +1,38 @@
+-- name: IdempotencySetLockTimeout :exec
+-- Bounds how long the claim below may wait for an in-flight duplicate. The
+-- setting lasts until the end of the transaction or the next call.
+SELECT set_config('lock_timeout', @timeout::text, true);
+
+-- name: IdempotencyClaim :execrows
+INSERT INTO idempotency_keys (actor_id, operation, key, fingerprint, state, expires_at)
+VALUES (@actor_id, @operation, @key, @fingerprint, 'in_progress',
+        now() + make_interval(secs => @ttl_seconds::float8))
+ON CONFLICT (actor_id, operation, key) DO NOTHING;
+
+-- name: IdempotencyGet :one
+SELECT fingerprint, state, response_status, response_headers, response_body,
+       expires_at <= now() AS expired
+FROM idempotency_keys
+WHERE actor_id = @actor_id AND operation = @operation AND key = @key;
+
+-- name: IdempotencyReclaimExpired :execrows
+-- A record past its expiry frees its key (EXT.IDEMPOTENCY.RETENTION.001) even
+-- before the purge has removed it: the row is taken over for the new request.
+UPDATE idempotency_keys
+SET fingerprint      = @fingerprint,
+    state            = 'in_progress',
+    response_status  = NULL,
+    response_headers = NULL,
+    response_body    = NULL,
+    created_at       = now(),
+    expires_at       = now() + make_interval(secs => @ttl_seconds::float8)
+WHERE actor_id = @actor_id AND operation = @operation AND key = @key
+  AND expires_at <= now();
+
+-- name: IdempotencyComplete :exec
+UPDATE idempotency_keys
+SET state            = 'completed',
+    response_status  = @response_status,
+    response_headers = @response_headers,
+    response_body    = @response_body
+WHERE actor_id = @actor_id AND operation = @operation AND key = @key;

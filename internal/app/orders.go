@@ -1,0 +1,282 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// PlaceOrder places a customer's order and takes its stock.
+//
+// Invariants: stock never goes below zero (no overselling), and a customer's
+// outstanding balance never exceeds their credit limit.
+//
+// Mechanism, in one READ COMMITTED transaction with no network inside it:
+//  1. Lock the customer's actor row FOR UPDATE. The credit limit is a write
+//     skew across the customer's orders (each placement reads the sum, then
+//     adds a row); the row lock serializes that customer's placements.
+//  2. Lock every product row of the order in id order (SELECT … ORDER BY id
+//     FOR UPDATE, pattern 3). One global lock order, customer then products
+//     by id, means that orders with reversed lines queue instead of deadlocking.
+//  3. Check every line against the locked stock; one short line rejects the
+//     whole order and takes nothing. Then check the credit limit.
+//  4. Decrement stock, insert the order and its lines, and store the
+//     idempotency record. CHECK (stock >= 0) is the last line of defence.
+//
+// Codes: forbidden (not a customer), validation_failed (unknown product),
+// insufficient_stock, credit_limit_exceeded, and the key codes.
+type PlaceOrder struct{ Tx Transactor }
+
+// PlaceOrderCommand is the input of PlaceOrder.
+type PlaceOrderCommand struct {
+	Lines []domain.LineRequest
+}
+
+// Handle runs the command.
+func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call[*domain.Order]) (Outcome, error) {
+	if call.Principal.Role != domain.RoleCustomer {
+		return Outcome{}, domain.Errorf(domain.CodeForbidden, "only customers place orders")
+	}
+	customer := call.Principal.ID
+	ids := make([]uuid.UUID, len(cmd.Lines))
+	for i, l := range cmd.Lines {
+		ids[i] = l.ProductID
+	}
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return compareUUID(a, b) })
+
+	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Order, error) {
+		limit, active, err := tx.Actors().LockForOrder(ctx, customer)
+		if err != nil {
+			return nil, err
+		}
+		if !active {
+			return nil, ErrUnauthenticated
+		}
+		rows, err := tx.Products().LockForUpdate(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[uuid.UUID]StockRow, len(rows))
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		var v domain.Validation
+		lines := make([]domain.OrderLine, len(cmd.Lines))
+		take := make(map[uuid.UUID]int64, len(cmd.Lines))
+		for i, l := range cmd.Lines {
+			r, ok := byID[l.ProductID]
+			if !ok {
+				v.Add(fmt.Sprintf("lines[%d].product_id", i), "no such product")
+				continue
+			}
+			lines[i] = domain.OrderLine{ProductID: l.ProductID, Quantity: l.Quantity, UnitPrice: r.Price}
+			take[l.ProductID] = -int64(l.Quantity)
+		}
+		if err := v.Err(); err != nil {
+			return nil, err
+		}
+		for _, l := range cmd.Lines {
+			if r := byID[l.ProductID]; r.Stock < int64(l.Quantity) {
+				return nil, &domain.InsufficientStockError{ProductID: l.ProductID, Requested: int64(l.Quantity), Available: r.Stock}
+			}
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, err
+		}
+		order, err := domain.PlaceOrder(id, customer, lines)
+		if err != nil {
+			return nil, err
+		}
+		owed, err := tx.Actors().Outstanding(ctx, customer)
+		if err != nil {
+			return nil, err
+		}
+		if owed+order.Total() > limit {
+			return nil, domain.Errorf(domain.CodeCreditLimitExceeded,
+				"order total %d cents plus outstanding %d cents exceeds the credit limit of %d cents", order.Total(), owed, limit)
+		}
+		if err := tx.Products().AddStock(ctx, take); err != nil {
+			return nil, err
+		}
+		return tx.Orders().Insert(ctx, order)
+	})
+}
+
+func compareUUID(a, b uuid.UUID) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// Orders answers the order queries.
+type Orders struct{ Tx Transactor }
+
+// Get returns an order visible to the caller. Another customer's order is
+// reported as not found, so that its existence is not revealed.
+func (q Orders) Get(ctx context.Context, p Principal, id uuid.UUID) (*domain.Order, error) {
+	o, err := q.Tx.Read().Orders().Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !o.VisibleTo(p.ID, p.Role) {
+		return nil, domain.ErrNotFound
+	}
+	return o, nil
+}
+
+// List returns a page of the caller's orders (staff: every order), newest first.
+func (q Orders) List(ctx context.Context, p Principal, page Page) ([]*domain.Order, error) {
+	customer := p.ID
+	if p.IsStaff() {
+		customer = uuid.Nil
+	}
+	return q.Tx.Read().Orders().List(ctx, customer, page)
+}
+
+// TransitionOrder cancels or ships an order.
+//
+// Invariants: a shipped order is never cancelled, a cancelled order is never
+// shipped, and a cancelled order's stock returns exactly once. Mechanism:
+// optimistic concurrency driven by If-Match (pattern 4): the domain checks the
+// move on the order as read, and UPDATE … WHERE id = $1 AND version = $2
+// stores it only if nobody changed the order since. Of a concurrent cancel and
+// ship carrying the same ETag, exactly one matches the version; the other
+// updates zero rows and gets version_conflict. Cancel returns the stock in the
+// same transaction, after the guarded update succeeded, so it happens once;
+// it locks the product rows in id order like placement does. Codes: forbidden
+// (a customer shipping), not_found (missing or another customer's order),
+// version_conflict, invalid_transition.
+type TransitionOrder struct{ Tx Transactor }
+
+// Transition names an order move.
+type Transition int
+
+// The order moves.
+const (
+	Cancel Transition = iota + 1
+	Ship
+)
+
+// TransitionOrderCommand is the input of TransitionOrder.
+type TransitionOrderCommand struct {
+	ID       uuid.UUID
+	Move     Transition
+	Expected domain.Version
+}
+
+// Handle runs the command.
+func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand, call Call[*domain.Order]) (Outcome, error) {
+	if cmd.Move == Ship {
+		if err := requireStaff(call.Principal); err != nil {
+			return Outcome{}, err
+		}
+	}
+	p := call.Principal
+	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Order, error) {
+		o, err := tx.Orders().Get(ctx, cmd.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !o.VisibleTo(p.ID, p.Role) {
+			return nil, domain.ErrNotFound
+		}
+		if o.Version() != cmd.Expected {
+			return nil, domain.ErrVersionConflict
+		}
+		switch cmd.Move {
+		case Cancel:
+			err = o.Cancel()
+		case Ship:
+			err = o.Ship()
+		default:
+			err = fmt.Errorf("unknown order transition %d", cmd.Move)
+		}
+		if err != nil {
+			return nil, err
+		}
+		updated, err := tx.Orders().SetStatus(ctx, o, cmd.Expected)
+		if err != nil {
+			return nil, err
+		}
+		if cmd.Move == Cancel {
+			ids := make([]uuid.UUID, 0, len(o.Lines()))
+			back := make(map[uuid.UUID]int64, len(o.Lines()))
+			for _, l := range o.Lines() {
+				ids = append(ids, l.ProductID)
+				back[l.ProductID] += int64(l.Quantity)
+			}
+			slices.SortFunc(ids, compareUUID)
+			if _, err := tx.Products().LockForUpdate(ctx, ids); err != nil {
+				return nil, err
+			}
+			if err := tx.Products().AddStock(ctx, back); err != nil {
+				return nil, err
+			}
+		}
+		return updated, nil
+	})
+}
+
+// RecordPayment records a payment against an order.
+//
+// Invariants: paid_cents never exceeds total_cents, a cancelled order takes no
+// payment, and a payment is counted once. Mechanism: one guarded atomic
+// increment (pattern 2), UPDATE … SET paid_cents = paid_cents + n WHERE
+// paid_cents + n <= total_cents AND status <> 'cancelled', backed by a CHECK
+// constraint; the required key makes a retried payment replay instead of
+// counting twice. Codes: not_found, invalid_transition, overpayment.
+type RecordPayment struct{ Tx Transactor }
+
+// RecordPaymentCommand is the input of RecordPayment.
+type RecordPaymentCommand struct {
+	OrderID uuid.UUID
+	Amount  domain.Cents
+}
+
+// PaymentRecorded is the result of RecordPayment.
+type PaymentRecorded struct {
+	OrderID uuid.UUID
+	Amount  domain.Cents
+	Paid    domain.Cents
+}
+
+// Handle runs the command.
+func (h RecordPayment) Handle(ctx context.Context, cmd RecordPaymentCommand, call Call[PaymentRecorded]) (Outcome, error) {
+	p := call.Principal
+	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (PaymentRecorded, error) {
+		o, err := tx.Orders().Get(ctx, cmd.OrderID)
+		if err != nil {
+			return PaymentRecorded{}, err
+		}
+		if !o.VisibleTo(p.ID, p.Role) {
+			return PaymentRecorded{}, domain.ErrNotFound
+		}
+		updated, ok, err := tx.Orders().AddPayment(ctx, cmd.OrderID, p.ID, cmd.Amount)
+		if err != nil {
+			return PaymentRecorded{}, err
+		}
+		if !ok {
+			// The guard refused. Explain why from the current state.
+			now, err := tx.Orders().Get(ctx, cmd.OrderID)
+			if err != nil {
+				return PaymentRecorded{}, err
+			}
+			if err := now.CheckPayment(cmd.Amount); err != nil {
+				return PaymentRecorded{}, err
+			}
+			return PaymentRecorded{}, domain.Errorf(domain.CodeOverpayment, "payment of %d cents exceeds the remaining balance", cmd.Amount)
+		}
+		return PaymentRecorded{OrderID: updated.ID(), Amount: cmd.Amount, Paid: updated.Paid()}, nil
+	})
+}

@@ -1,0 +1,217 @@
+// Package app holds the use cases: one file each, with a command, a handler
+// and a doc comment that names the invariant it protects and how. It owns the
+// transaction boundary (through Transactor) but not its implementation.
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// Isolation is a transaction isolation level.
+type Isolation int
+
+// Isolation levels. ReadCommitted is the default: races are closed by atomic
+// statements, row locks and constraints. Serializable is for invariants that no
+// single row lock covers, and always runs under the runner's retry loop.
+const (
+	ReadCommitted Isolation = iota
+	Serializable
+)
+
+// Transactor runs a unit of work in one database transaction. Implementations
+// retry the whole function on serialization failures and deadlocks (40001,
+// 40P01) with bounded, jittered backoff, so fn must be safe to run again: it
+// may not keep state between attempts or touch the network.
+type Transactor interface {
+	InTx(ctx context.Context, iso Isolation, fn func(ctx context.Context, tx Tx) error) error
+	// Read gives repositories that run each statement on its own, outside
+	// an explicit transaction, for queries.
+	Read() Tx
+}
+
+// Tx gives the repositories bound to one transaction.
+type Tx interface {
+	Products() ProductRepo
+	Orders() OrderRepo
+	Actors() ActorRepo
+	Keys() KeyStore
+}
+
+// ProductRepo stores products. Guarded writes return domain errors when their
+// guard refuses (ErrNotFound, ErrVersionConflict, *domain.InsufficientStockError).
+type ProductRepo interface {
+	Insert(ctx context.Context, p *domain.Product) (*domain.Product, error)
+	Get(ctx context.Context, id uuid.UUID) (*domain.Product, error)
+	List(ctx context.Context, page Page) ([]*domain.Product, error)
+	// Update applies patch only if the product is still at version expected.
+	Update(ctx context.Context, id uuid.UUID, expected domain.Version, patch domain.ProductPatch) (*domain.Product, error)
+	// Adjust adds a delta in one guarded statement that refuses to go below zero.
+	Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error)
+	// LockForUpdate locks the rows of ids in id order and returns them.
+	LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]StockRow, error)
+	// AddStock applies deltas to rows already locked by LockForUpdate.
+	AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error
+}
+
+// StockRow is a locked product's price and stock.
+type StockRow struct {
+	ID    uuid.UUID
+	Price domain.Cents
+	Stock int64
+}
+
+// OrderRepo stores orders.
+type OrderRepo interface {
+	Insert(ctx context.Context, o *domain.Order) (*domain.Order, error)
+	Get(ctx context.Context, id uuid.UUID) (*domain.Order, error)
+	// List returns orders newest first; a zero customer lists every order.
+	List(ctx context.Context, customer uuid.UUID, page Page) ([]*domain.Order, error)
+	// SetStatus stores o's status only if the stored order is still at
+	// version expected; otherwise domain.ErrVersionConflict.
+	SetStatus(ctx context.Context, o *domain.Order, expected domain.Version) (*domain.Order, error)
+	// AddPayment increments paid_cents in one guarded statement; it returns
+	// nil and false when the guard refused (cancelled or overpaid).
+	AddPayment(ctx context.Context, orderID, actorID uuid.UUID, amount domain.Cents) (*domain.Order, bool, error)
+}
+
+// ActorRepo stores actors and their tokens.
+type ActorRepo interface {
+	Insert(ctx context.Context, a domain.Actor, tokenHash []byte) (domain.Actor, error)
+	Get(ctx context.Context, id uuid.UUID) (domain.Actor, error)
+	// LockForOrder locks the customer's row and returns its credit limit and
+	// whether it is active.
+	LockForOrder(ctx context.Context, id uuid.UUID) (limit domain.Cents, active bool, err error)
+	Outstanding(ctx context.Context, customer uuid.UUID) (domain.Cents, error)
+	CountOtherActiveStaff(ctx context.Context, id uuid.UUID) (int64, error)
+	Deactivate(ctx context.Context, id uuid.UUID) (domain.Actor, error)
+	ByTokenHash(ctx context.Context, hash []byte) (Principal, error)
+}
+
+// Page selects one page of a newest-first list: items created before Before
+// (the zero value means from the newest), at most Limit.
+type Page struct {
+	Before uuid.UUID
+	Limit  int
+}
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	ID     uuid.UUID
+	Role   domain.Role
+	Active bool
+}
+
+// IsStaff says whether the principal has the staff role.
+func (p Principal) IsStaff() bool { return p.Role == domain.RoleStaff }
+
+// Receipt is a command's response as the caller sees it, kept opaque here: the
+// HTTP layer renders it, the key store keeps it for replay
+// (EXT.IDEMPOTENCY.OUTCOME.001).
+type Receipt struct {
+	Status  int
+	Header  map[string]string // only the safe headers: Location, ETag, Content-Type
+	Body    []byte
+}
+
+// Key identifies one idempotent request: the actor, the operation and the
+// client's key (EXT.IDEMPOTENCY.KEY.001), with the fingerprint of the request.
+type Key struct {
+	ActorID     uuid.UUID
+	Operation   string
+	Value       string
+	Fingerprint [32]byte
+}
+
+// KeyStore keeps idempotency records in the caller's transaction.
+type KeyStore interface {
+	// Claim takes the key for the current transaction and returns nil, or
+	// returns the receipt of the completed request that holds it. A duplicate
+	// that is still in flight is waited for; see ErrKeyInProgress.
+	Claim(ctx context.Context, k Key) (*Receipt, error)
+	// Complete stores the receipt on the claimed key.
+	Complete(ctx context.Context, k Key, r Receipt) error
+}
+
+// Errors of the key store, mapped to problems by the HTTP layer.
+var (
+	// ErrKeyReused: the key holds a completed request with another fingerprint.
+	ErrKeyReused = errors.New("idempotency key reused with a different request")
+	// ErrUnavailable: the database cannot be reached or did not answer in time.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// KeyInProgressError: another request with the key was still in flight when
+// the wait ran out.
+type KeyInProgressError struct {
+	RetryAfter time.Duration
+}
+
+func (e *KeyInProgressError) Error() string {
+	return "a request with this idempotency key is still in progress"
+}
+
+// Call carries what every write command needs besides its input: who calls,
+// the idempotency key (nil when none was sent) and how to render the result.
+type Call[T any] struct {
+	Principal Principal
+	Key       *Key
+	Render    func(T) (Receipt, error)
+}
+
+// Outcome is the response of a write command, fresh or replayed.
+type Outcome struct {
+	Receipt  Receipt
+	Replayed bool
+}
+
+// execute runs fn in one transaction together with the idempotency record of
+// call.Key, when there is one: the claim, the business change and the stored
+// receipt commit together or not at all (EXT.IDEMPOTENCY.REPLAY.001). A
+// completed duplicate returns its receipt without running fn. An error from fn
+// rolls everything back, so rejections store nothing and a retry re-executes.
+func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[T], fn func(ctx context.Context, tx Tx) (T, error)) (Outcome, error) {
+	var out Outcome
+	err := t.InTx(ctx, iso, func(ctx context.Context, tx Tx) error {
+		out = Outcome{}
+		if call.Key != nil {
+			prior, err := tx.Keys().Claim(ctx, *call.Key)
+			if err != nil {
+				return err
+			}
+			if prior != nil {
+				out = Outcome{Receipt: *prior, Replayed: true}
+				return nil
+			}
+		}
+		v, err := fn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rcpt, err := call.Render(v)
+		if err != nil {
+			return err
+		}
+		if call.Key != nil {
+			if err := tx.Keys().Complete(ctx, *call.Key, rcpt); err != nil {
+				return err
+			}
+		}
+		out.Receipt = rcpt
+		return nil
+	})
+	return out, err
+}
+
+// requireStaff refuses callers without the staff role.
+func requireStaff(p Principal) error {
+	if !p.IsStaff() {
+		return domain.Errorf(domain.CodeForbidden, "this operation needs the staff role")
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// CreateProduct adds a product to the catalogue.
+//
+// Invariant: a SKU names one product. Mechanism: the products_sku_key unique
+// constraint (pattern 1), so two concurrent creates with one SKU cannot both
+// commit; the loser gets sku_taken. Codes: forbidden, validation_failed, sku_taken.
+type CreateProduct struct{ Tx Transactor }
+
+// CreateProductCommand is the input of CreateProduct.
+type CreateProductCommand struct {
+	SKU        string
+	Name       string
+	PriceCents int64
+	Stock      int64
+}
+
+// Handle runs the command.
+func (h CreateProduct) Handle(ctx context.Context, cmd CreateProductCommand, call Call[*domain.Product]) (Outcome, error) {
+	if err := requireStaff(call.Principal); err != nil {
+		return Outcome{}, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Outcome{}, err
+	}
+	p, err := domain.NewProduct(id, cmd.SKU, cmd.Name, cmd.PriceCents, cmd.Stock)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Product, error) {
+		return tx.Products().Insert(ctx, p)
+	})
+}
+
+// UpdateProduct changes a product's name or price.
+//
+// Invariant: no accepted change is silently overwritten (lost update).
+// Mechanism: optimistic concurrency (pattern 4, EXT.CONCURRENCY.VERSION.001):
+// the caller's If-Match names the version it read, and the UPDATE applies only
+// WHERE version = that version. Codes: forbidden, validation_failed, not_found,
+// version_conflict.
+type UpdateProduct struct{ Tx Transactor }
+
+// UpdateProductCommand is the input of UpdateProduct.
+type UpdateProductCommand struct {
+	ID         uuid.UUID
+	Expected   domain.Version
+	Name       *string
+	PriceCents *int64
+}
+
+// Handle runs the command.
+func (h UpdateProduct) Handle(ctx context.Context, cmd UpdateProductCommand, call Call[*domain.Product]) (Outcome, error) {
+	if err := requireStaff(call.Principal); err != nil {
+		return Outcome{}, err
+	}
+	patch, err := domain.NewProductPatch(cmd.Name, cmd.PriceCents)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Product, error) {
+		return tx.Products().Update(ctx, cmd.ID, cmd.Expected, patch)
+	})
+}
+
+// AdjustStock adds or removes units of a product.
+//
+// Invariant: stock is never negative, and an adjustment is applied once.
+// Mechanism: one guarded atomic statement (pattern 2), UPDATE … SET stock =
+// stock + delta WHERE stock + delta >= 0, with no If-Match because
+// adjustments commute; the key (required) makes a retry replay rather than
+// apply twice. CHECK (stock >= 0) backs the guard. Codes: forbidden,
+// validation_failed, not_found, insufficient_stock.
+type AdjustStock struct{ Tx Transactor }
+
+// AdjustStockCommand is the input of AdjustStock.
+type AdjustStockCommand struct {
+	ProductID uuid.UUID
+	Delta     int64
+	Reason    string
+}
+
+// Handle runs the command.
+func (h AdjustStock) Handle(ctx context.Context, cmd AdjustStockCommand, call Call[StockAdjusted]) (Outcome, error) {
+	if err := requireStaff(call.Principal); err != nil {
+		return Outcome{}, err
+	}
+	adj, err := domain.NewStockAdjustment(cmd.ProductID, cmd.Delta, cmd.Reason)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (StockAdjusted, error) {
+		p, err := tx.Products().Adjust(ctx, call.Principal.ID, adj)
+		if err != nil {
+			return StockAdjusted{}, err
+		}
+		return StockAdjusted{Adjustment: adj, Product: p}, nil
+	})
+}
+
+// StockAdjusted is the result of AdjustStock.
+type StockAdjusted struct {
+	Adjustment domain.StockAdjustment
+	Product    *domain.Product
+}
+
+// Products answers the product queries.
+type Products struct{ Tx Transactor }
+
+// Get returns one product; any actor may read the catalogue.
+func (q Products) Get(ctx context.Context, id uuid.UUID) (*domain.Product, error) {
+	return q.Tx.Read().Products().Get(ctx, id)
+}
+
+// List returns a page of products, newest first.
+func (q Products) List(ctx context.Context, page Page) ([]*domain.Product, error) {
+	return q.Tx.Read().Products().List(ctx, page)
+}

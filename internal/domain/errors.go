@@ -1,0 +1,135 @@
+// Package domain holds the aggregates, value types and rules of the order and
+// inventory service. It knows nothing of HTTP, SQL or JSON.
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Code is the stable, snake_case name of an outcome that a caller can cause
+// and switch on. The HTTP layer maps each code to one status.
+type Code string
+
+// The codes the domain produces.
+const (
+	CodeValidation          Code = "validation_failed"
+	CodeNotFound            Code = "not_found"
+	CodeVersionConflict     Code = "version_conflict"
+	CodeSKUTaken            Code = "sku_taken"
+	CodeInsufficientStock   Code = "insufficient_stock"
+	CodeCreditLimitExceeded Code = "credit_limit_exceeded"
+	CodeInvalidTransition   Code = "invalid_transition"
+	CodeOverpayment         Code = "overpayment"
+	CodeLastStaff           Code = "last_staff"
+	CodeForbidden           Code = "forbidden"
+)
+
+// Error is a caller-caused outcome with a stable code and a message that is
+// safe to show to the caller.
+type Error struct {
+	Code   Code
+	Detail string
+	Fields []FieldError // only for CodeValidation
+}
+
+// FieldError names one broken field rule, with the field as a JSON path
+// ("lines[0].quantity").
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if len(e.Fields) == 0 {
+		return fmt.Sprintf("%s: %s", e.Code, e.Detail)
+	}
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.Code, e.Detail, strings.Join(parts, "; "))
+}
+
+// ErrorCode returns the code of the first domain error in err's chain, or ""
+// when err was not caused by the caller.
+func ErrorCode(err error) Code {
+	var de *Error
+	if errors.As(err, &de) {
+		return de.Code
+	}
+	var se *InsufficientStockError
+	if errors.As(err, &se) {
+		return CodeInsufficientStock
+	}
+	return ""
+}
+
+// Errorf builds an Error with a formatted detail.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Validation collects field errors so that a caller learns every broken rule
+// at once, not one per round trip.
+type Validation struct {
+	fields []FieldError
+}
+
+// Add records a broken rule for field.
+func (v *Validation) Add(field, message string) {
+	v.fields = append(v.fields, FieldError{Field: field, Message: message})
+}
+
+// Merge adds the field errors of err, prefixed with prefix, or records err's
+// message against prefix when it is not a validation error.
+func (v *Validation) Merge(prefix string, err error) {
+	if err == nil {
+		return
+	}
+	var de *Error
+	if errors.As(err, &de) && de.Code == CodeValidation && len(de.Fields) > 0 {
+		for _, f := range de.Fields {
+			name := prefix
+			if f.Field != "" {
+				name = prefix + "." + f.Field
+			}
+			v.Add(name, f.Message)
+		}
+		return
+	}
+	if errors.As(err, &de) {
+		v.Add(prefix, de.Detail)
+		return
+	}
+	v.Add(prefix, err.Error())
+}
+
+// Err returns nil when no rule was broken.
+func (v *Validation) Err() error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &Error{Code: CodeValidation, Detail: "the request breaks one or more field rules", Fields: v.fields}
+}
+
+// ErrNotFound says the resource does not exist, or is not visible to the caller.
+var ErrNotFound = &Error{Code: CodeNotFound, Detail: "the resource does not exist"}
+
+// ErrVersionConflict says the caller's version is not the current one
+// (EXT.CONCURRENCY.VERSION.001). Nothing was changed.
+var ErrVersionConflict = &Error{Code: CodeVersionConflict, Detail: "the resource has changed since it was read; fetch it again and retry with the new ETag"}
+
+// InsufficientStockError says a product has fewer units than a change needs.
+type InsufficientStockError struct {
+	ProductID uuid.UUID
+	Requested int64
+	Available int64
+}
+
+func (e *InsufficientStockError) Error() string {
+	return fmt.Sprintf("product %s has %d in stock, %d requested", e.ProductID, e.Available, e.Requested)
+}

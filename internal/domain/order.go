@@ -1,0 +1,166 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// OrderStatus is where an order is in its life: placed, then shipped or
+// cancelled. The zero value is no status; the three statuses are the only values.
+type OrderStatus struct{ name string }
+
+// The order statuses.
+var (
+	StatusPlaced    = OrderStatus{"placed"}
+	StatusShipped   = OrderStatus{"shipped"}
+	StatusCancelled = OrderStatus{"cancelled"}
+)
+
+// ParseOrderStatus accepts a stored status name.
+func ParseOrderStatus(v string) (OrderStatus, error) {
+	for _, s := range []OrderStatus{StatusPlaced, StatusShipped, StatusCancelled} {
+		if s.name == v {
+			return s, nil
+		}
+	}
+	return OrderStatus{}, fmt.Errorf("unknown order status %q", v)
+}
+
+func (s OrderStatus) String() string { return s.name }
+
+// Order line bounds.
+const (
+	MinOrderLines = 1
+	MaxOrderLines = 50
+)
+
+// OrderLine is one product on an order, priced at placement.
+type OrderLine struct {
+	ProductID uuid.UUID
+	Quantity  Quantity
+	UnitPrice Cents
+}
+
+// LineRequest is what a customer asks for on one line, before pricing.
+type LineRequest struct {
+	ProductID uuid.UUID
+	Quantity  Quantity
+}
+
+// ParseLineRequests validates the requested lines: 1 to 50, each quantity 1
+// to 1000, and a product at most once.
+func ParseLineRequests(productIDs []string, quantities []int64) ([]LineRequest, error) {
+	var v Validation
+	if len(productIDs) < MinOrderLines || len(productIDs) > MaxOrderLines {
+		v.Add("lines", fmt.Sprintf("must have %d to %d lines", MinOrderLines, MaxOrderLines))
+	}
+	lines := make([]LineRequest, len(productIDs))
+	seen := make(map[uuid.UUID]int, len(productIDs))
+	for i := range productIDs {
+		id, err := uuid.Parse(productIDs[i])
+		if err != nil {
+			v.Add(fmt.Sprintf("lines[%d].product_id", i), "must be a UUID")
+		} else if first, dup := seen[id]; dup {
+			v.Add(fmt.Sprintf("lines[%d].product_id", i), fmt.Sprintf("repeats lines[%d]; order a product on one line", first))
+		} else {
+			seen[id] = i
+		}
+		q, err := ParseQuantity(quantities[i])
+		v.Merge(fmt.Sprintf("lines[%d].quantity", i), err)
+		lines[i] = LineRequest{ProductID: id, Quantity: q}
+	}
+	return lines, v.Err()
+}
+
+// Order is a customer's order. Invariants it guards itself: a transition
+// happens only from placed; an order with any payment is not cancelled;
+// paid never exceeds total. The version is the optimistic-concurrency token.
+type Order struct {
+	id         uuid.UUID
+	customerID uuid.UUID
+	status     OrderStatus
+	lines      []OrderLine
+	total      Cents
+	paid       Cents
+	version    Version
+	createdAt  time.Time
+	updatedAt  time.Time
+}
+
+// PlaceOrder builds a new placed order from priced lines and computes its total.
+func PlaceOrder(id, customerID uuid.UUID, lines []OrderLine) (*Order, error) {
+	if len(lines) < MinOrderLines || len(lines) > MaxOrderLines {
+		return nil, Errorf(CodeValidation, "an order has %d to %d lines", MinOrderLines, MaxOrderLines)
+	}
+	var total Cents
+	for _, l := range lines {
+		total += l.UnitPrice * Cents(l.Quantity)
+	}
+	return &Order{id: id, customerID: customerID, status: StatusPlaced, lines: lines, total: total, version: 1}, nil
+}
+
+// RehydrateOrder rebuilds an order from storage. Only repositories call it.
+func RehydrateOrder(id, customerID uuid.UUID, status OrderStatus, lines []OrderLine, total, paid Cents, version Version, createdAt, updatedAt time.Time) *Order {
+	return &Order{id: id, customerID: customerID, status: status, lines: lines, total: total, paid: paid, version: version, createdAt: createdAt, updatedAt: updatedAt}
+}
+
+func (o *Order) ID() uuid.UUID         { return o.id }
+func (o *Order) CustomerID() uuid.UUID { return o.customerID }
+func (o *Order) Status() OrderStatus   { return o.status }
+func (o *Order) Lines() []OrderLine    { return o.lines }
+func (o *Order) Total() Cents          { return o.total }
+func (o *Order) Paid() Cents           { return o.paid }
+func (o *Order) Outstanding() Cents    { return o.total - o.paid }
+func (o *Order) Version() Version      { return o.version }
+func (o *Order) CreatedAt() time.Time  { return o.createdAt }
+func (o *Order) UpdatedAt() time.Time  { return o.updatedAt }
+
+// VisibleTo says whether actor may see the order: staff see every order,
+// a customer only their own.
+func (o *Order) VisibleTo(actorID uuid.UUID, role Role) bool {
+	return role == RoleStaff || o.customerID == actorID
+}
+
+// Cancel moves a placed, unpaid order to cancelled.
+func (o *Order) Cancel() error {
+	if o.status != StatusPlaced {
+		return Errorf(CodeInvalidTransition, "order is %s; only a placed order can be cancelled", o.status)
+	}
+	if o.paid > 0 {
+		return Errorf(CodeInvalidTransition, "order has payments of %d cents; a paid order cannot be cancelled", o.paid)
+	}
+	o.status = StatusCancelled
+	return nil
+}
+
+// Ship moves a placed order to shipped.
+func (o *Order) Ship() error {
+	if o.status != StatusPlaced {
+		return Errorf(CodeInvalidTransition, "order is %s; only a placed order can be shipped", o.status)
+	}
+	o.status = StatusShipped
+	return nil
+}
+
+// CheckPayment says whether a payment of amount may be recorded: never on a
+// cancelled order, never beyond the total.
+func (o *Order) CheckPayment(amount Cents) error {
+	if o.status == StatusCancelled {
+		return Errorf(CodeInvalidTransition, "order is cancelled; it takes no payments")
+	}
+	if o.paid+amount > o.total {
+		return Errorf(CodeOverpayment, "payment of %d cents exceeds the remaining balance of %d cents", amount, o.total-o.paid)
+	}
+	return nil
+}
+
+// ParsePayment accepts a positive amount.
+func ParsePayment(amountCents int64) (Cents, error) {
+	var v Validation
+	if amountCents < 1 || Cents(amountCents) > MaxCents {
+		v.Add("amount_cents", fmt.Sprintf("must be between 1 and %d", MaxCents))
+	}
+	return Cents(amountCents), v.Err()
+}

@@ -1,0 +1,106 @@
+package domain
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// MaxStock bounds a product's stock and a single adjustment.
+const MaxStock = 1_000_000_000
+
+// MaxAdjustment bounds the size of one stock adjustment.
+const MaxAdjustment = 1_000_000
+
+// Product is a catalogue entry with its stock. Invariant: stock is never
+// negative. The database enforces it with guarded statements and a CHECK
+// constraint; the aggregate refuses to be built with a negative stock.
+type Product struct {
+	id        uuid.UUID
+	sku       SKU
+	name      string
+	price     Cents
+	stock     int64
+	version   Version
+	createdAt time.Time
+	updatedAt time.Time
+}
+
+// NewProduct validates a new catalogue entry and reports every broken rule.
+func NewProduct(id uuid.UUID, sku string, name string, priceCents int64, stock int64) (*Product, error) {
+	var v Validation
+	s, err := ParseSKU(sku)
+	v.Merge("sku", err)
+	n, err := ParseName(name)
+	v.Merge("name", err)
+	p, err := ParseCents(priceCents)
+	v.Merge("price_cents", err)
+	if stock < 0 || stock > MaxStock {
+		v.Add("stock", "must be between 0 and 1000000000")
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return &Product{id: id, sku: s, name: n, price: p, stock: stock, version: 1}, nil
+}
+
+// RehydrateProduct rebuilds a product from storage. Only repositories call it;
+// the values were validated when they were written.
+func RehydrateProduct(id uuid.UUID, sku SKU, name string, price Cents, stock int64, version Version, createdAt, updatedAt time.Time) *Product {
+	return &Product{id: id, sku: sku, name: name, price: price, stock: stock, version: version, createdAt: createdAt, updatedAt: updatedAt}
+}
+
+func (p *Product) ID() uuid.UUID        { return p.id }
+func (p *Product) SKU() SKU             { return p.sku }
+func (p *Product) Name() string         { return p.name }
+func (p *Product) Price() Cents         { return p.price }
+func (p *Product) Stock() int64         { return p.stock }
+func (p *Product) Version() Version     { return p.version }
+func (p *Product) CreatedAt() time.Time { return p.createdAt }
+func (p *Product) UpdatedAt() time.Time { return p.updatedAt }
+
+// ProductPatch is a validated partial update of a product's descriptive fields.
+// Stock is not patchable: it changes only through adjustments and orders.
+type ProductPatch struct {
+	Name  *string
+	Price *Cents
+}
+
+// NewProductPatch validates a patch; at least one field must be set.
+func NewProductPatch(name *string, priceCents *int64) (ProductPatch, error) {
+	var v Validation
+	var patch ProductPatch
+	if name == nil && priceCents == nil {
+		v.Add("", "at least one of name and price_cents is required")
+	}
+	if name != nil {
+		n, err := ParseName(*name)
+		v.Merge("name", err)
+		patch.Name = &n
+	}
+	if priceCents != nil {
+		c, err := ParseCents(*priceCents)
+		v.Merge("price_cents", err)
+		patch.Price = &c
+	}
+	return patch, v.Err()
+}
+
+// StockAdjustment is a validated change of stock by a signed delta.
+type StockAdjustment struct {
+	ProductID uuid.UUID
+	Delta     int64
+	Reason    string
+}
+
+// NewStockAdjustment validates a delta (non-zero, at most a million either
+// way) and a reason.
+func NewStockAdjustment(productID uuid.UUID, delta int64, reason string) (StockAdjustment, error) {
+	var v Validation
+	if delta == 0 || delta < -MaxAdjustment || delta > MaxAdjustment {
+		v.Add("delta", "must be non-zero and between -1000000 and 1000000")
+	}
+	r, err := ParseName(reason)
+	v.Merge("reason", err)
+	return StockAdjustment{ProductID: productID, Delta: delta, Reason: r}, v.Err()
+}

@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// Problem is an RFC 9457 Problem Details body with the extension members
+// code (stable, for clients to switch on), request_id and errors.
+type Problem struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail"`
+	Code      string       `json:"code"`
+	Instance  string       `json:"instance,omitempty"`
+	RequestID string       `json:"request_id,omitempty"`
+	Errors    []fieldError `json:"errors,omitempty"`
+
+	header map[string]string // extra response headers, e.g. Retry-After
+}
+
+type fieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Codes produced by the HTTP layer itself.
+const (
+	codeMalformed          = "malformed_request"
+	codeTooLarge           = "payload_too_large"
+	codeUnauthenticated    = "unauthenticated"
+	codeMethodNotAllowed   = "method_not_allowed"
+	codePreconditionNeeded = "precondition_required"
+	codeKeyInvalid         = "invalid_idempotency_key"
+	codeKeyRequired        = "idempotency_key_required"
+	codeKeyReused          = "idempotency_key_reused"
+	codeKeyInProgress      = "idempotency_in_progress"
+	codeUnavailable        = "unavailable"
+	codeInternal           = "internal"
+)
+
+// statusOf gives each code its one status and title.
+var statusOf = map[string]struct {
+	status int
+	title  string
+}{
+	codeMalformed:                          {http.StatusBadRequest, "Malformed request"},
+	codeKeyInvalid:                         {http.StatusBadRequest, "Invalid idempotency key"},
+	codeKeyRequired:                        {http.StatusBadRequest, "Idempotency key required"},
+	codeUnauthenticated:                    {http.StatusUnauthorized, "Unauthenticated"},
+	string(domain.CodeForbidden):           {http.StatusForbidden, "Forbidden"},
+	string(domain.CodeNotFound):            {http.StatusNotFound, "Not found"},
+	codeMethodNotAllowed:                   {http.StatusMethodNotAllowed, "Method not allowed"},
+	string(domain.CodeVersionConflict):     {http.StatusConflict, "Version conflict"},
+	string(domain.CodeSKUTaken):            {http.StatusConflict, "SKU taken"},
+	string(domain.CodeInsufficientStock):   {http.StatusConflict, "Insufficient stock"},
+	string(domain.CodeInvalidTransition):   {http.StatusConflict, "Invalid transition"},
+	string(domain.CodeOverpayment):         {http.StatusConflict, "Overpayment"},
+	string(domain.CodeLastStaff):           {http.StatusConflict, "Last staff member"},
+	codeKeyInProgress:                      {http.StatusConflict, "Request in progress"},
+	codeTooLarge:                           {http.StatusRequestEntityTooLarge, "Payload too large"},
+	string(domain.CodeValidation):          {http.StatusUnprocessableEntity, "Validation failed"},
+	codeKeyReused:                          {http.StatusUnprocessableEntity, "Idempotency key reused"},
+	string(domain.CodeCreditLimitExceeded): {http.StatusUnprocessableEntity, "Credit limit exceeded"},
+	codePreconditionNeeded:                 {http.StatusPreconditionRequired, "Precondition required"},
+	codeInternal:                           {http.StatusInternalServerError, "Internal error"},
+	codeUnavailable:                        {http.StatusServiceUnavailable, "Service unavailable"},
+}
+
+// problem builds a Problem for code with a caller-safe detail.
+func problem(code, detail string) *Problem {
+	s, ok := statusOf[code]
+	if !ok {
+		s = statusOf[codeInternal]
+		code = codeInternal
+	}
+	return &Problem{Type: "urn:ordersvc:problem:" + code, Title: s.title, Status: s.status, Detail: detail, Code: code}
+}
+
+// problemFor classifies err once. Caller-caused errors keep their safe
+// detail; anything else becomes a 500 whose body says nothing of the cause.
+func problemFor(err error) *Problem {
+	var de *domain.Error
+	var stock *domain.InsufficientStockError
+	var busy *app.KeyInProgressError
+	switch {
+	case errors.As(err, &stock):
+		return problem(string(domain.CodeInsufficientStock), stock.Error())
+	case errors.As(err, &de):
+		p := problem(string(de.Code), de.Detail)
+		for _, f := range de.Fields {
+			p.Errors = append(p.Errors, fieldError{Field: f.Field, Message: f.Message})
+		}
+		return p
+	case errors.As(err, &busy):
+		p := problem(codeKeyInProgress, "a request with this idempotency key is still in progress; retry later")
+		p.header = map[string]string{"Retry-After": strconv.Itoa(max(1, int(busy.RetryAfter.Seconds())))}
+		return p
+	case errors.Is(err, app.ErrKeyReused):
+		return problem(codeKeyReused, "this idempotency key was used with a different request")
+	case errors.Is(err, app.ErrUnavailable):
+		p := problem(codeUnavailable, "the database is unavailable or busy; retry later")
+		p.header = map[string]string{"Retry-After": "1"}
+		return p
+	}
+	return problem(codeInternal, "an internal error occurred")
+}
+
+// writeError renders err as a problem. Internals are logged once, here, and
+// never sent.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	switch {
+	case p.Status >= 500 && errors.Is(err, context.Canceled):
+		s.log.InfoContext(r.Context(), "request cancelled by the client", "err", err)
+	case p.Status >= 500:
+		s.log.ErrorContext(r.Context(), "request failed", "err", err)
+	}
+	s.writeProblem(w, r, p)
+}
+
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+	p.Instance = r.URL.Path
+	p.RequestID = requestID(r.Context())
+	h := w.Header()
+	for k, v := range p.header {
+		h.Set(k, v)
+	}
+	if p.Status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="ordersvc"`)
+	}
+	switch p.Code {
+	case string(domain.CodeVersionConflict):
+		s.metrics.versionConflicts.WithLabelValues(routeOf(r)).Inc()
+	case codeKeyReused, codeKeyInProgress:
+		s.metrics.keyConflicts.WithLabelValues(p.Code).Inc()
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "encode problem", "err", err)
+		body = []byte(`{"type":"urn:ordersvc:problem:internal","title":"Internal error","status":500,"detail":"an internal error occurred","code":"internal"}`)
+	}
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(body)
+}
+
+// logLevelFor keeps expected outcomes out of the error log.
+func logLevelFor(status int) slog.Level {
+	if status >= 500 {
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}

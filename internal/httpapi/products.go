@@ -1,0 +1,192 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+type productJSON struct {
+	ID         uuid.UUID `json:"id"`
+	SKU        string    `json:"sku"`
+	Name       string    `json:"name"`
+	PriceCents int64     `json:"price_cents"`
+	Stock      int64     `json:"stock"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+func toProductJSON(p *domain.Product) productJSON {
+	return productJSON{
+		ID: p.ID(), SKU: string(p.SKU()), Name: p.Name(), PriceCents: int64(p.Price()), Stock: p.Stock(),
+		CreatedAt: p.CreatedAt().UTC(), UpdatedAt: p.UpdatedAt().UTC(),
+	}
+}
+
+func renderProduct(status int, withLocation bool) func(*domain.Product) (app.Receipt, error) {
+	return func(p *domain.Product) (app.Receipt, error) {
+		h := map[string]string{"ETag": etag(p.Version())}
+		if withLocation {
+			h["Location"] = "/v1/products/" + p.ID().String()
+		}
+		return receipt(status, toProductJSON(p), h)
+	}
+}
+
+type createProductIn struct {
+	SKU        *string `json:"sku"`
+	Name       *string `json:"name"`
+	PriceCents *int64  `json:"price_cents"`
+	Stock      *int64  `json:"stock"`
+}
+
+func (s *Server) createProduct(w http.ResponseWriter, r *http.Request) {
+	var in createProductIn
+	if p := decode(w, r, &in, false); p != nil {
+		s.writeProblem(w, r, p)
+		return
+	}
+	var v domain.Validation
+	required(&v, "sku", in.SKU)
+	required(&v, "name", in.Name)
+	required(&v, "price_cents", in.PriceCents)
+	required(&v, "stock", in.Stock)
+	if err := v.Err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmd := app.CreateProductCommand{SKU: *in.SKU, Name: *in.Name, PriceCents: *in.PriceCents, Stock: *in.Stock}
+	pr := principal(r)
+	key, prob := idempotencyKey(r, pr, "createProduct", keyAccepted, cmd)
+	if prob != nil {
+		s.writeProblem(w, r, prob)
+		return
+	}
+	out, err := s.CreateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusCreated, true)})
+	s.respond(w, r, "createProduct", out, err)
+}
+
+func (s *Server) getProduct(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.Products.Get(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if notModified(w, r, p.Version()) {
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, toProductJSON(p))
+}
+
+func (s *Server) listProducts(w http.ResponseWriter, r *http.Request) {
+	page, ok := s.page(w, r)
+	if !ok {
+		return
+	}
+	want := page.Limit
+	page.Limit++
+	ps, err := s.Products.List(r.Context(), page)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newList(ps, want, (*domain.Product).ID, toProductJSON))
+}
+
+type updateProductIn struct {
+	Name       *string `json:"name"`
+	PriceCents *int64  `json:"price_cents"`
+}
+
+func (s *Server) updateProduct(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	var in updateProductIn
+	if p := decode(w, r, &in, false); p != nil {
+		s.writeProblem(w, r, p)
+		return
+	}
+	pr := principal(r)
+	// The key is checked before the precondition, so that a retried PATCH
+	// whose first response was lost replays its 200 instead of a 409.
+	version, res := parseIfMatch(r.Header.Get("If-Match"))
+	cmd := app.UpdateProductCommand{ID: id, Expected: version, Name: in.Name, PriceCents: in.PriceCents}
+	key, prob := idempotencyKey(r, pr, "updateProduct", keyAccepted, cmd)
+	if prob != nil {
+		s.writeProblem(w, r, prob)
+		return
+	}
+	if res != ifMatchVersion {
+		if _, ok := s.ifMatch(w, r); !ok {
+			return
+		}
+	}
+	out, err := s.UpdateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusOK, false)})
+	s.respond(w, r, "updateProduct", out, err)
+}
+
+type adjustStockIn struct {
+	Delta  *int64  `json:"delta"`
+	Reason *string `json:"reason"`
+}
+
+type stockAdjustedJSON struct {
+	ProductID uuid.UUID `json:"product_id"`
+	Delta     int64     `json:"delta"`
+	Reason    string    `json:"reason"`
+	Stock     int64     `json:"stock"`
+}
+
+func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	pr := principal(r)
+	if _, present, _ := parseKey(r.Header.Values("Idempotency-Key")); !present {
+		s.writeProblem(w, r, problem(codeKeyRequired, "this operation requires an Idempotency-Key header"))
+		return
+	}
+	var in adjustStockIn
+	if p := decode(w, r, &in, false); p != nil {
+		s.writeProblem(w, r, p)
+		return
+	}
+	var v domain.Validation
+	required(&v, "delta", in.Delta)
+	required(&v, "reason", in.Reason)
+	if err := v.Err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmd := app.AdjustStockCommand{ProductID: id, Delta: *in.Delta, Reason: *in.Reason}
+	key, prob := idempotencyKey(r, pr, "adjustStock", keyRequired, cmd)
+	if prob != nil {
+		s.writeProblem(w, r, prob)
+		return
+	}
+	out, err := s.AdjustStock.Handle(r.Context(), cmd, app.Call[app.StockAdjusted]{Principal: pr, Key: key,
+		Render: func(a app.StockAdjusted) (app.Receipt, error) {
+			return receipt(http.StatusCreated, stockAdjustedJSON{
+				ProductID: a.Product.ID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Product.Stock(),
+			}, nil)
+		}})
+	s.respond(w, r, "adjustStock", out, err)
+}
+
+// required records a missing required field.
+func required[T any](v *domain.Validation, field string, p *T) {
+	if p == nil {
+		v.Add(field, "is required")
+	}
+}

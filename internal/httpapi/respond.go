@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// replayableHeaders is the allowlist of response headers stored with an
+// idempotency record and replayed (EXT.IDEMPOTENCY.OUTCOME.001). Nothing else
+// is kept: no Set-Cookie, no hop-by-hop headers, no credentials.
+var replayableHeaders = []string{"Location", "ETag", "Content-Type"}
+
+// receipt renders a JSON response as an app.Receipt: the form in which it is
+// both sent and, for keyed requests, stored for replay.
+func receipt(status int, body any, header map[string]string) (app.Receipt, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return app.Receipt{}, err
+	}
+	h := map[string]string{"Content-Type": "application/json"}
+	for _, k := range replayableHeaders {
+		if v, ok := header[k]; ok {
+			h[k] = v
+		}
+	}
+	return app.Receipt{Status: status, Header: h, Body: b}, nil
+}
+
+// respond writes a command's outcome, fresh or replayed, or its error.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, operation string, out app.Outcome, err error) {
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	for _, k := range replayableHeaders {
+		if v, ok := out.Receipt.Header[k]; ok {
+			h.Set(k, v)
+		}
+	}
+	if out.Replayed {
+		h.Set("Idempotent-Replayed", "true")
+		s.metrics.replays.WithLabelValues(operation).Inc()
+	}
+	w.WriteHeader(out.Receipt.Status)
+	_, _ = w.Write(out.Receipt.Body)
+}
+
+// writeJSON writes a query's result.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// pathID reads the {id} parameter. A malformed id names no resource: 404.
+func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
+	id, err := uuid.Parse(chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeProblem(w, r, problem(string(domain.CodeNotFound), "no such resource"))
+		return uuid.Nil, false
+	}
+	return id, true
+}
+
+// ifMatch reads the precondition of a write that requires one.
+func (s *Server) ifMatch(w http.ResponseWriter, r *http.Request) (domain.Version, bool) {
+	v, res := parseIfMatch(r.Header.Get("If-Match"))
+	switch res {
+	case ifMatchMissing:
+		s.writeProblem(w, r, problem(codePreconditionNeeded, "this write requires an If-Match header with the resource's current ETag"))
+		return 0, false
+	case ifMatchNoneKnown:
+		// No tag can match the current version: it is stale, weak or unknown.
+		s.writeProblem(w, r, problem(string(domain.CodeVersionConflict), "If-Match does not name the current version; fetch the resource and retry with its ETag"))
+		return 0, false
+	}
+	return v, true
+}
+
+// notModified answers 304 when If-None-Match matches version v.
+func notModified(w http.ResponseWriter, r *http.Request, v domain.Version) bool {
+	w.Header().Set("ETag", etag(v))
+	if noneMatch(r.Header.Get("If-None-Match"), v) {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
+}
+
+// page reads ?limit= (1 to 100, default 20) and ?cursor=.
+func (s *Server) page(w http.ResponseWriter, r *http.Request) (app.Page, bool) {
+	p := app.Page{Limit: 20}
+	var v domain.Validation
+	q := r.URL.Query()
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			v.Add("limit", "must be an integer from 1 to 100")
+		}
+		p.Limit = n
+	}
+	if c := q.Get("cursor"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil || len(b) != 16 {
+			v.Add("cursor", "is not a cursor returned by this API")
+		} else {
+			p.Before = uuid.UUID(b)
+		}
+	}
+	if err := v.Err(); err != nil {
+		s.writeError(w, r, err)
+		return p, false
+	}
+	return p, true
+}
+
+// list is the page envelope of every list endpoint.
+type list[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// newList builds a page from limit+1 fetched rows: the extra row only says
+// that there is a next page.
+func newList[E any, T any](rows []E, limit int, id func(E) uuid.UUID, dto func(E) T) list[T] {
+	out := list[T]{Items: make([]T, 0, min(len(rows), limit))}
+	for i, e := range rows {
+		if i == limit {
+			last := id(rows[limit-1])
+			c := base64.RawURLEncoding.EncodeToString(last[:])
+			out.NextCursor = &c
+			break
+		}
+		out.Items = append(out.Items, dto(e))
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+// Package httpapi is the HTTP boundary: routing, authentication, strict JSON
+// decoding, Problem Details, ETag preconditions and idempotency-key handling.
+// Handlers turn requests into application commands and render the outcomes.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+)
+
+//go:embed openapi.yaml
+var openAPI []byte
+
+// Deps are what the server needs: the use cases, a readiness probe, a logger
+// and a metrics registry.
+type Deps struct {
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+	Ready    func(context.Context) error
+
+	Authenticate    app.Authenticate
+	Products        app.Products
+	CreateProduct   app.CreateProduct
+	UpdateProduct   app.UpdateProduct
+	AdjustStock     app.AdjustStock
+	Orders          app.Orders
+	PlaceOrder      app.PlaceOrder
+	TransitionOrder app.TransitionOrder
+	RecordPayment   app.RecordPayment
+	DeactivateActor app.DeactivateActor
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Deps
+	log     *slog.Logger
+	metrics *metrics
+	router  chi.Router
+}
+
+// NewServer builds the handler with every route of the API (see routes.go).
+func NewServer(d Deps) *Server {
+	s := &Server{Deps: d, log: d.Log, metrics: newMetrics(d.Registry)}
+	s.router = s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+type metrics struct {
+	requests         *prometheus.CounterVec
+	latency          *prometheus.HistogramVec
+	replays          *prometheus.CounterVec
+	keyConflicts     *prometheus.CounterVec
+	versionConflicts *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersvc_http_requests_total", Help: "HTTP requests by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "ordersvc_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersvc_idempotency_replays_total", Help: "Responses replayed from a completed idempotency record, by operation.",
+		}, []string{"operation"}),
+		keyConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersvc_idempotency_conflicts_total", Help: "Idempotency keys refused: reused with other input, or still in progress.",
+		}, []string{"code"}),
+		versionConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersvc_version_conflicts_total", Help: "Writes refused because If-Match named a version that is not current, by route.",
+		}, []string{"route"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency, m.replays, m.keyConflicts, m.versionConflicts)
+	}
+	return m
+}
+
+// ---- middleware
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	principalKey
+)
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// withRequestID takes a sane X-Request-Id from the caller or makes one, and
+// echoes it on the response.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !saneRequestID(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe logs one line per request and records the request metrics, by route
+// pattern so that ids do not explode the label space. It also turns a panic
+// into a 500 problem with no internals.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if rec := recover(); rec != nil {
+				if rec == http.ErrAbortHandler {
+					panic(rec)
+				}
+				s.log.ErrorContext(r.Context(), "panic serving request", "panic", rec)
+				if sw.status == 0 {
+					s.writeProblem(sw, r, problem(codeInternal, "an internal error occurred"))
+				}
+			}
+			route := routeOf(r)
+			status := strconv.Itoa(sw.status)
+			elapsed := time.Since(start)
+			s.metrics.requests.WithLabelValues(route, r.Method, status).Inc()
+			s.metrics.latency.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+			s.log.LogAttrs(r.Context(), logLevelFor(sw.status), "request",
+				slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+				slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("duration", elapsed),
+				slog.String("request_id", requestID(r.Context())))
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+func routeOf(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		if p := rc.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	return "unmatched"
+}
+
+// authenticate requires a valid bearer token on every /v1 route.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		token = strings.TrimSpace(token)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			s.writeProblem(w, r, problem(codeUnauthenticated, "a valid bearer token is required"))
+			return
+		}
+		p, err := s.Authenticate.Handle(r.Context(), token)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	})
+}
+
+func principal(r *http.Request) app.Principal {
+	p, _ := r.Context().Value(principalKey).(app.Principal)
+	return p
+}
+
+// ---- operational endpoints
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Ready(ctx); err != nil {
+		s.log.WarnContext(r.Context(), "not ready", "err", err)
+		s.writeProblem(w, r, problem(codeUnavailable, "the database does not answer"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(openAPI)
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+}

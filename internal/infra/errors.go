@@ -1,0 +1,80 @@
+package infra
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// SQLSTATE codes that the service treats specially.
+const (
+	sqlUniqueViolation      = "23505"
+	sqlCheckViolation       = "23514"
+	sqlSerializationFailure = "40001"
+	sqlDeadlockDetected     = "40P01"
+	sqlLockNotAvailable     = "55P03"
+	sqlQueryCanceled        = "57014"
+	sqlAdminShutdown        = "57P01"
+	sqlCannotConnectNow     = "57P03"
+)
+
+// translate maps driver errors to the errors the application switches on, in
+// one place: unique and check violations become domain outcomes, no rows
+// becomes not found, and an unreachable or overloaded database becomes
+// app.ErrUnavailable. Everything else passes through unchanged.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlUniqueViolation:
+			if pgErr.ConstraintName == "products_sku_key" {
+				return domain.Errorf(domain.CodeSKUTaken, "a product with this sku already exists")
+			}
+		case sqlCheckViolation:
+			switch pgErr.ConstraintName {
+			case "products_stock_nonnegative":
+				return domain.Errorf(domain.CodeInsufficientStock, "not enough stock")
+			case "orders_paid_within_total":
+				return domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance")
+			}
+		case sqlLockNotAvailable, sqlQueryCanceled, sqlAdminShutdown, sqlCannotConnectNow:
+			return errors.Join(app.ErrUnavailable, err)
+		}
+		return err
+	}
+	if isConnError(err) {
+		return errors.Join(app.ErrUnavailable, err)
+	}
+	return err
+}
+
+// retryable says whether the whole transaction should run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == sqlSerializationFailure || pgErr.Code == sqlDeadlockDetected
+	}
+	return false
+}
+
+func isConnError(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,112 @@
+package infra
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+)
+
+// KeyConfig sets the idempotency store's timing.
+type KeyConfig struct {
+	// TTL is how long a completed record is kept (IDEMPOTENCY_TTL).
+	TTL time.Duration
+	// Wait bounds how long a duplicate waits for the in-flight original
+	// (IDEMPOTENCY_WAIT).
+	Wait time.Duration
+	// LockTimeout is the pool's lock_timeout, restored after the claim.
+	LockTimeout time.Duration
+}
+
+// keyStore implements app.KeyStore on the idempotency_keys table, inside the
+// caller's transaction (EXT.IDEMPOTENCY.KEY.001, REPLAY.001).
+//
+// The claim is an INSERT … ON CONFLICT DO NOTHING of an 'in_progress' row. It
+// is never visible to other sessions before the business change commits with
+// it, turned 'completed'. A concurrent duplicate therefore blocks inside its
+// own INSERT on the primary key until the original commits (its INSERT then
+// does nothing, and it replays the committed record) or rolls back (its
+// INSERT then succeeds, and it executes). The wait is bounded by setting
+// lock_timeout to IDEMPOTENCY_WAIT for the claim alone; when it runs out the
+// duplicate gets idempotency_in_progress.
+type keyStore struct{ *store }
+
+func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
+	if err := s.q.IdempotencySetLockTimeout(ctx, s.db, ms(s.keys.Wait)); err != nil {
+		return nil, translate(err)
+	}
+	n, err := s.q.IdempotencyClaim(ctx, s.db, dbsqlc.IdempotencyClaimParams{
+		ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:],
+		TtlSeconds: s.keys.TTL.Seconds(),
+	})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == sqlLockNotAvailable || pgErr.Code == sqlQueryCanceled) {
+			return nil, &app.KeyInProgressError{RetryAfter: time.Second}
+		}
+		return nil, translate(err)
+	}
+	if err := s.q.IdempotencySetLockTimeout(ctx, s.db, ms(s.keys.LockTimeout)); err != nil {
+		return nil, translate(err)
+	}
+	if n == 1 {
+		return nil, nil
+	}
+	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
+	rec, err := s.q.IdempotencyGet(ctx, s.db, get)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if rec.Expired {
+		// Past its expiry the key is free again: take the row over. If a
+		// concurrent request took it first, this waits for it and then
+		// updates nothing, and the fresh record is read below.
+		n, err := s.q.IdempotencyReclaimExpired(ctx, s.db, dbsqlc.IdempotencyReclaimExpiredParams{
+			ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:],
+			TtlSeconds: s.keys.TTL.Seconds(),
+		})
+		if err != nil {
+			return nil, translate(err)
+		}
+		if n == 1 {
+			return nil, nil
+		}
+		if rec, err = s.q.IdempotencyGet(ctx, s.db, get); err != nil {
+			return nil, translate(err)
+		}
+	}
+	if !bytes.Equal(rec.Fingerprint, k.Fingerprint[:]) {
+		return nil, app.ErrKeyReused
+	}
+	if rec.State != "completed" || !rec.ResponseStatus.Valid {
+		return nil, &app.KeyInProgressError{RetryAfter: time.Second}
+	}
+	r := &app.Receipt{Status: int(rec.ResponseStatus.Int32), Body: rec.ResponseBody}
+	if len(rec.ResponseHeaders) > 0 {
+		if err := json.Unmarshal(rec.ResponseHeaders, &r.Header); err != nil {
+			return nil, fmt.Errorf("decode stored headers: %w", err)
+		}
+	}
+	return r, nil
+}
+
+func (s keyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) error {
+	headers, err := json.Marshal(r.Header)
+	if err != nil {
+		return err
+	}
+	return translate(s.q.IdempotencyComplete(ctx, s.db, dbsqlc.IdempotencyCompleteParams{
+		ActorID: k.ActorID, Operation: k.Operation, Key: k.Value,
+		ResponseStatus:  pgtype.Int4{Int32: int32(r.Status), Valid: true},
+		ResponseHeaders: headers,
+		ResponseBody:    r.Body,
+	}))
+}

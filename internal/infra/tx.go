@@ -1,0 +1,135 @@
+package infra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+)
+
+// RetryPolicy bounds the whole-transaction retries on 40001/40P01.
+type RetryPolicy struct {
+	MaxAttempts int           // including the first; default 5
+	BaseDelay   time.Duration // default 5ms; doubles per attempt
+	MaxDelay    time.Duration // default 200ms
+}
+
+// Runner implements app.Transactor on a pgx pool.
+type Runner struct {
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+	retry   RetryPolicy
+	keys    KeyConfig
+	q       *dbsqlc.Queries
+	retries *prometheus.CounterVec
+}
+
+// NewRunner returns a transaction runner. Its metrics are registered on reg.
+func NewRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, retry RetryPolicy, keys KeyConfig) *Runner {
+	if retry.MaxAttempts <= 0 {
+		retry.MaxAttempts = 5
+	}
+	if retry.BaseDelay <= 0 {
+		retry.BaseDelay = 5 * time.Millisecond
+	}
+	if retry.MaxDelay <= 0 {
+		retry.MaxDelay = 200 * time.Millisecond
+	}
+	r := &Runner{
+		pool: pool, log: log, retry: retry, keys: keys, q: dbsqlc.New(),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersvc_tx_retries_total",
+			Help: "Transactions run again after a serialization failure (40001) or deadlock (40P01).",
+		}, []string{"sqlstate"}),
+	}
+	if reg != nil {
+		reg.MustRegister(r.retries)
+	}
+	return r
+}
+
+// InTx runs fn in one transaction and commits it. On a serialization failure
+// or deadlock, at any statement or at commit, it rolls back and runs the WHOLE
+// function again, reads included, after a jittered exponential backoff, at
+// most MaxAttempts times. Each retry is logged and counted. The rollback
+// survives a cancelled request context, so a connection is never returned to
+// the pool in the middle of a transaction.
+func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+	if iso == app.Serializable {
+		opts.IsoLevel = pgx.Serializable
+	}
+	for attempt := 1; ; attempt++ {
+		err := r.once(ctx, opts, fn)
+		if err == nil || !retryable(err) {
+			return translate(err)
+		}
+		if attempt >= r.retry.MaxAttempts {
+			r.log.WarnContext(ctx, "transaction retries exhausted", "attempts", attempt, "err", err)
+			return errors.Join(app.ErrUnavailable, fmt.Errorf("after %d attempts: %w", attempt, err))
+		}
+		var pgErr *pgconn.PgError
+		errors.As(err, &pgErr)
+		r.retries.WithLabelValues(pgErr.Code).Inc()
+		delay := r.backoff(attempt)
+		r.log.InfoContext(ctx, "retrying transaction", "attempt", attempt, "sqlstate", pgErr.Code, "delay", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is "full jitter": a uniform delay up to an exponentially growing cap.
+func (r *Runner) backoff(attempt int) time.Duration {
+	limit := r.retry.BaseDelay << (attempt - 1)
+	if limit > r.retry.MaxDelay || limit <= 0 {
+		limit = r.retry.MaxDelay
+	}
+	return time.Duration(rand.Int64N(int64(limit)) + 1)
+}
+
+func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx context.Context, tx app.Tx) error) (err error) {
+	tx, err := r.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			// The request may be gone; the rollback must still happen.
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(ctx, r.bind(tx)); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Read returns repositories that run each statement on the pool.
+func (r *Runner) Read() app.Tx { return r.bind(r.pool) }
+
+func (r *Runner) bind(db dbsqlc.DBTX) *store {
+	return &store{db: db, q: r.q, keys: r.keys}
+}
+
+// Ping checks that the database answers.
+func (r *Runner) Ping(ctx context.Context) error {
+	return translate(r.pool.Ping(ctx))
+}
