@@ -102,19 +102,7 @@ func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, 
 
 // newHandler wires the use cases to the HTTP API.
 func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry) http.Handler {
-	return httpapi.NewServer(httpapi.Deps{
-		Log: log, Registry: reg, Ready: ready,
-		Authenticate:    app.Authenticate{Tx: tx},
-		Products:        app.Products{Tx: tx},
-		CreateProduct:   app.CreateProduct{Tx: tx},
-		UpdateProduct:   app.UpdateProduct{Tx: tx},
-		AdjustStock:     app.AdjustStock{Tx: tx},
-		Orders:          app.Orders{Tx: tx},
-		PlaceOrder:      app.PlaceOrder{Tx: tx},
-		TransitionOrder: app.TransitionOrder{Tx: tx},
-		RecordPayment:   app.RecordPayment{Tx: tx},
-		DeactivateActor: app.DeactivateActor{Tx: tx},
-	})
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx)})
 }
 
 // serve runs the HTTP server until ctx ends, then drains in-flight requests

@@ -114,9 +114,9 @@ func (p Principal) IsStaff() bool { return p.Role == domain.RoleStaff }
 // HTTP layer renders it, the key store keeps it for replay
 // (EXT.IDEMPOTENCY.OUTCOME.001).
 type Receipt struct {
-	Status  int
-	Header  map[string]string // only the safe headers: Location, ETag, Content-Type
-	Body    []byte
+	Status int
+	Header map[string]string // only the safe headers: Location, ETag, Content-Type
+	Body   []byte
 }
 
 // Key identifies one idempotent request: the actor, the operation and the
@@ -214,4 +214,36 @@ func requireStaff(p Principal) error {
 		return domain.Errorf(domain.CodeForbidden, "this operation needs the staff role")
 	}
 	return nil
+}
+
+// UseCases is every use case of the service, wired to one Transactor.
+type UseCases struct {
+	Authenticate    Authenticate
+	Products        Products
+	CreateProduct   CreateProduct
+	UpdateProduct   UpdateProduct
+	AdjustStock     AdjustStock
+	Orders          Orders
+	PlaceOrder      PlaceOrder
+	TransitionOrder TransitionOrder
+	RecordPayment   RecordPayment
+	DeactivateActor DeactivateActor
+	CreateActor     CreateActor
+}
+
+// New wires every use case to tx.
+func New(tx Transactor) UseCases {
+	return UseCases{
+		Authenticate:    Authenticate{Tx: tx},
+		Products:        Products{Tx: tx},
+		CreateProduct:   CreateProduct{Tx: tx},
+		UpdateProduct:   UpdateProduct{Tx: tx},
+		AdjustStock:     AdjustStock{Tx: tx},
+		Orders:          Orders{Tx: tx},
+		PlaceOrder:      PlaceOrder{Tx: tx},
+		TransitionOrder: TransitionOrder{Tx: tx},
+		RecordPayment:   RecordPayment{Tx: tx},
+		DeactivateActor: DeactivateActor{Tx: tx},
+		CreateActor:     CreateActor{Tx: tx},
+	}
 }

@@ -20,9 +20,9 @@ func etag(v domain.Version) string {
 type ifMatchResult int
 
 const (
-	ifMatchMissing  ifMatchResult = iota // absent or "*": 428
-	ifMatchNoneKnown                     // only weak, malformed or unknown tags: 409
-	ifMatchVersion                       // a strong tag naming a version
+	ifMatchMissing   ifMatchResult = iota // absent or "*": 428
+	ifMatchNoneKnown                      // only weak, malformed or unknown tags: 409
+	ifMatchVersion                        // a strong tag naming a version
 )
 
 // parseIfMatch reads an If-Match header. A write needs a strong tag that names

@@ -256,4 +256,3 @@ func (s *Server) deactivateActor(w http.ResponseWriter, r *http.Request) {
 		}})
 	s.respond(w, r, "deactivateActor", out, err)
 }
-

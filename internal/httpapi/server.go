@@ -6,8 +6,8 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	_ "embed"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -30,22 +30,14 @@ type Deps struct {
 	Log      *slog.Logger
 	Registry *prometheus.Registry
 	Ready    func(context.Context) error
-
-	Authenticate    app.Authenticate
-	Products        app.Products
-	CreateProduct   app.CreateProduct
-	UpdateProduct   app.UpdateProduct
-	AdjustStock     app.AdjustStock
-	Orders          app.Orders
-	PlaceOrder      app.PlaceOrder
-	TransitionOrder app.TransitionOrder
-	RecordPayment   app.RecordPayment
-	DeactivateActor app.DeactivateActor
+	App      app.UseCases
 }
 
 // Server is the HTTP API.
 type Server struct {
-	Deps
+	app.UseCases
+	ready   func(context.Context) error
+	reg     *prometheus.Registry
 	log     *slog.Logger
 	metrics *metrics
 	router  chi.Router
@@ -53,7 +45,7 @@ type Server struct {
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
-	s := &Server{Deps: d, log: d.Log, metrics: newMetrics(d.Registry)}
+	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry)}
 	s.router = s.routes()
 	return s
 }
@@ -233,7 +225,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.Ready(ctx); err != nil {
+	if err := s.ready(ctx); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
 		s.writeProblem(w, r, problem(codeUnavailable, "the database does not answer"))
 		return
@@ -248,5 +240,5 @@ func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 }
