@@ -24,6 +24,10 @@ func (s *store) Orders() app.OrderRepo     { return orderRepo{s} }
 func (s *store) Actors() app.ActorRepo     { return actorRepo{s} }
 func (s *store) Keys() app.KeyStore        { return keyStore{s} }
 
+// Conn is the transaction (or pool) the repositories run on. Tests use it to
+// put a deliberately naive repository in the same transaction.
+func (s *store) Conn() dbsqlc.DBTX { return s.db }
+
 // maxUUID is the cursor of a first page: every id sorts before it.
 var maxUUID = uuid.Max
 

@@ -1,0 +1,263 @@
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/httpapi"
+	"github.com/ordersvc/ordersvc/internal/infra"
+)
+
+// Env is the real service, in process: a database of its own, the pgx pool
+// and transaction runner, the use cases and the HTTP handler behind an
+// httptest server.
+type Env struct {
+	T        testing.TB
+	URL      string // database
+	Pool     *pgxpool.Pool
+	Runner   *infra.Runner
+	App      app.UseCases
+	Registry *prometheus.Registry
+	Server   *httptest.Server
+	Client   *http.Client
+	Staff    Actor
+}
+
+// Actor is an actor made for a test, with its token.
+type Actor struct {
+	ID    string
+	Token string
+}
+
+// Options adjust an Env.
+type Options struct {
+	// Wrap replaces the transactor the use cases see, for example with a
+	// deliberately naive variant that a race test must catch.
+	Wrap func(app.Transactor) app.Transactor
+	// KeyWait is IDEMPOTENCY_WAIT (default 5s).
+	KeyWait time.Duration
+	// KeyTTL is IDEMPOTENCY_TTL (default 24h).
+	KeyTTL time.Duration
+	// MaxConns sizes the pool (default 16).
+	MaxConns int32
+	// DatabaseURL, when set, is used instead of a fresh database.
+	DatabaseURL string
+}
+
+// New starts the service on a fresh database and creates one staff actor.
+func New(t testing.TB, opts ...Options) *Env {
+	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.KeyWait == 0 {
+		o.KeyWait = 5 * time.Second
+	}
+	if o.KeyTTL == 0 {
+		o.KeyTTL = 24 * time.Hour
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = 16
+	}
+	url := o.DatabaseURL
+	if url == "" {
+		url = DB(t)
+	}
+	ctx := context.Background()
+	const lockTimeout = 3 * time.Second
+	pool, err := infra.NewPool(ctx, infra.PoolConfig{
+		URL: url, MaxConns: o.MaxConns,
+		StatementTimeout: 15 * time.Second, LockTimeout: lockTimeout, IdleInTxTimeout: 30 * time.Second,
+		ConnectTimeout: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("open pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	log := Logger(t)
+	reg := prometheus.NewRegistry()
+	runner := infra.NewRunner(pool, log, reg, infra.RetryPolicy{MaxAttempts: 10}, infra.KeyConfig{
+		TTL: o.KeyTTL, Wait: o.KeyWait, LockTimeout: lockTimeout,
+	})
+	var tx app.Transactor = runner
+	if o.Wrap != nil {
+		tx = o.Wrap(runner)
+	}
+	uc := app.New(tx)
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc}))
+	t.Cleanup(srv.Close)
+	e := &Env{
+		T: t, URL: url, Pool: pool, Runner: runner, App: uc, Registry: reg, Server: srv,
+		Client: &http.Client{
+			Timeout:   60 * time.Second,
+			Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second},
+		},
+	}
+	// Actors are made through the use case, not the naive wrapper.
+	e.App.CreateActor = app.CreateActor{Tx: runner}
+	e.Staff = e.NewActor("staff", 0)
+	return e
+}
+
+// Logger writes the service's logs into the test's output, warnings and up
+// unless TEST_LOG_LEVEL says otherwise.
+func Logger(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	if v := os.Getenv("TEST_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+}
+
+var actorSeq atomic.Int64
+
+// NewActor creates an actor with a token.
+func (e *Env) NewActor(role string, creditLimitCents int64) Actor {
+	e.T.Helper()
+	out, err := app.CreateActor{Tx: e.Runner}.Handle(context.Background(), app.CreateActorCommand{
+		Name: fmt.Sprintf("%s %d", role, actorSeq.Add(1)), Role: role, CreditLimitCents: creditLimitCents,
+	})
+	if err != nil {
+		e.T.Fatalf("create %s: %v", role, err)
+	}
+	return Actor{ID: out.Actor.ID.String(), Token: out.Token}
+}
+
+var skuSeq atomic.Int64
+
+// NewProduct creates a product through the API and returns its id.
+func (e *Env) NewProduct(priceCents, stock int64) string {
+	e.T.Helper()
+	res := e.Do("POST", "/v1/products", e.Staff.Token, map[string]any{
+		"sku": fmt.Sprintf("SKU-%d", skuSeq.Add(1)), "name": "Test product", "price_cents": priceCents, "stock": stock,
+	})
+	if res.Status != http.StatusCreated {
+		e.T.Fatalf("create product: %d %s", res.Status, res.Body)
+	}
+	return res.String("id")
+}
+
+// Response is a decoded HTTP response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	JSON   map[string]any
+	Err    error // a transport error; Status is 0 then
+}
+
+// String returns a top-level string member of the JSON body.
+func (r *Response) String(name string) string {
+	s, _ := r.JSON[name].(string)
+	return s
+}
+
+// Int returns a top-level number member of the JSON body.
+func (r *Response) Int(name string) int64 {
+	f, _ := r.JSON[name].(float64)
+	return int64(f)
+}
+
+// Code returns the problem code of an error response.
+func (r *Response) Code() string { return r.String("code") }
+
+// Do sends a request with a bearer token and a JSON body (nil for none).
+// Extra headers come as name, value pairs. It never fails the test, so it is
+// safe from many goroutines; check Response.Err.
+func (e *Env) Do(method, path, token string, body any, headers ...string) *Response {
+	return e.DoContext(context.Background(), method, path, token, body, headers...)
+}
+
+// DoContext is Do with a context.
+func (e *Env) DoContext(ctx context.Context, method, path, token string, body any, headers ...string) *Response {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return &Response{Err: err}
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.Server.URL+path, rd)
+	if err != nil {
+		return &Response{Err: err}
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := e.Client.Do(req)
+	if err != nil {
+		return &Response{Err: err}
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: raw, Err: err}
+	if len(raw) > 0 && raw[0] == '{' {
+		_ = json.Unmarshal(raw, &out.JSON)
+	}
+	return out
+}
+
+// Race runs fn(i) for i in [0, n) on n goroutines released together by one
+// start signal, and waits for all of them.
+func Race(n int, fn func(i int)) {
+	start := make(chan struct{})
+	done := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	for i := 0; i < n; i++ {
+		<-done
+	}
+}
+
+// Exec runs SQL on the test's database, for setup and for assertions.
+func (e *Env) Exec(sql string, args ...any) {
+	e.T.Helper()
+	if _, err := e.Pool.Exec(context.Background(), sql, args...); err != nil {
+		e.T.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// QueryInt runs a query that returns one integer.
+func (e *Env) QueryInt(sql string, args ...any) int64 {
+	e.T.Helper()
+	var n int64
+	if err := e.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		e.T.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}

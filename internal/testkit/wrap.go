@@ -1,0 +1,72 @@
+package testkit
+
+import (
+	"context"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+)
+
+// Override is a transactor whose repositories, key store or isolation level
+// can be swapped, so that a race test can run once against a deliberately
+// naive variant of one mechanism and show that it catches the bug.
+type Override struct {
+	Inner     app.Transactor
+	Products  func(inner app.Tx) app.ProductRepo
+	Orders    func(inner app.Tx) app.OrderRepo
+	Actors    func(inner app.Tx) app.ActorRepo
+	Keys      func(inner app.Tx) app.KeyStore
+	Isolation func(asked app.Isolation) app.Isolation
+}
+
+// InTx runs fn with the overridden repositories.
+func (o Override) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+	if o.Isolation != nil {
+		iso = o.Isolation(iso)
+	}
+	return o.Inner.InTx(ctx, iso, func(ctx context.Context, tx app.Tx) error {
+		return fn(ctx, overriddenTx{tx, o})
+	})
+}
+
+// Read returns the overridden repositories outside a transaction.
+func (o Override) Read() app.Tx { return overriddenTx{o.Inner.Read(), o} }
+
+type overriddenTx struct {
+	app.Tx
+	o Override
+}
+
+func (t overriddenTx) Products() app.ProductRepo {
+	if t.o.Products != nil {
+		return t.o.Products(t.Tx)
+	}
+	return t.Tx.Products()
+}
+
+func (t overriddenTx) Orders() app.OrderRepo {
+	if t.o.Orders != nil {
+		return t.o.Orders(t.Tx)
+	}
+	return t.Tx.Orders()
+}
+
+func (t overriddenTx) Actors() app.ActorRepo {
+	if t.o.Actors != nil {
+		return t.o.Actors(t.Tx)
+	}
+	return t.Tx.Actors()
+}
+
+func (t overriddenTx) Keys() app.KeyStore {
+	if t.o.Keys != nil {
+		return t.o.Keys(t.Tx)
+	}
+	return t.Tx.Keys()
+}
+
+// Conn returns the connection (transaction or pool) behind a Tx, so that a
+// naive variant can run its statements where the real repository would.
+func Conn(tx app.Tx) dbsqlc.DBTX {
+	return tx.(interface{ Conn() dbsqlc.DBTX }).Conn()
+}
