@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,11 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/ordersvc/ordersvc/db"
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/httpapi"
@@ -191,7 +187,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	defer pool.Close()
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
-	p, err := newMigrator(sqlDB)
+	p, err := infra.NewMigrator(sqlDB)
 	if err != nil {
 		return err
 	}
@@ -222,21 +218,6 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		return err
 	}
-}
-
-// newMigrator returns a goose provider over the embedded migrations. The
-// session locker (a PostgreSQL advisory lock) makes concurrent "migrate up"
-// runs, for example from several replicas, apply each migration once.
-func newMigrator(sqlDB *sql.DB) (*goose.Provider, error) {
-	migrations, err := fs.Sub(db.Migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return nil, err
-	}
-	return goose.NewProvider(goose.DialectPostgres, sqlDB, migrations, goose.WithSessionLocker(locker))
 }
 
 func actorCreate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {

@@ -143,7 +143,9 @@ func buildTemplate(ctx context.Context, admin string) (string, error) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('ordersvc-test-template'))`); err != nil {
 		return "", err
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('ordersvc-test-template'))`) }()
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('ordersvc-test-template'))`)
+	}()
 	var exists bool
 	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		return "", err
