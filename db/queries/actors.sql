@@ -9,8 +9,12 @@ SELECT * FROM actors WHERE id = @id;
 -- name: ActorLockForOrder :one
 -- Placement takes the customer's row lock first: one global lock order,
 -- customer then products by id, so placements of one customer serialize on
--- the credit check and never deadlock with each other.
-SELECT credit_limit_cents, active FROM actors WHERE id = @id FOR UPDATE;
+-- the credit check and never deadlock with each other. FOR NO KEY UPDATE,
+-- not FOR UPDATE: it still excludes every other placement of the customer,
+-- but not the KEY SHARE locks that foreign-key checks take (the idempotency
+-- record and the order both reference the actor), which FOR UPDATE would
+-- turn into deadlocks.
+SELECT credit_limit_cents, active FROM actors WHERE id = @id FOR NO KEY UPDATE;
 
 -- name: ActorOutstandingCents :one
 SELECT COALESCE(sum(total_cents - paid_cents), 0)::bigint AS outstanding

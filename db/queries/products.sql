@@ -37,12 +37,14 @@ RETURNING *;
 
 -- name: ProductsLockForUpdate :many
 -- Locks the rows in id order (pattern 3), so that two transactions that lock
--- overlapping sets of products always queue instead of deadlocking.
+-- overlapping sets of products always queue instead of deadlocking. FOR NO
+-- KEY UPDATE because no key changes: it does not block the KEY SHARE locks
+-- of foreign-key checks from order lines.
 SELECT id, price_cents, stock
 FROM products
 WHERE id = ANY(@ids::uuid[])
 ORDER BY id
-FOR UPDATE;
+FOR NO KEY UPDATE;
 
 -- name: ProductsAddStock :exec
 -- Applies per-product deltas to rows the transaction has already locked.

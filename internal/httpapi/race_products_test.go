@@ -79,7 +79,7 @@ func (n naiveProductUpdate) Update(ctx context.Context, id uuid.UUID, expected d
 	if domain.Version(version) != expected {
 		return nil, domain.ErrVersionConflict
 	}
-	time.Sleep(50 * time.Millisecond) // the window between read and write
+	time.Sleep(100 * time.Millisecond) // the window between read and write, longer than the requests' arrival spread
 	if _, err := n.db.Exec(ctx, `UPDATE products SET name = COALESCE($2, name), version = $3 + 1 WHERE id = $1`, id, patch.Name, version); err != nil {
 		return nil, err
 	}

@@ -261,3 +261,40 @@ func (e *Env) QueryInt(sql string, args ...any) int64 {
 	}
 	return n
 }
+
+// Metric returns the value of a counter or gauge in the service's registry,
+// summed over the series whose labels include the given name, value pairs.
+func (e *Env) Metric(name string, labels ...string) float64 {
+	e.T.Helper()
+	families, err := e.Registry.Gather()
+	if err != nil {
+		e.T.Fatalf("gather metrics: %v", err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}

@@ -111,7 +111,7 @@ func (q *Queries) ActorInsert(ctx context.Context, db DBTX, arg ActorInsertParam
 }
 
 const actorLockForOrder = `-- name: ActorLockForOrder :one
-SELECT credit_limit_cents, active FROM actors WHERE id = $1 FOR UPDATE
+SELECT credit_limit_cents, active FROM actors WHERE id = $1 FOR NO KEY UPDATE
 `
 
 type ActorLockForOrderRow struct {
@@ -121,7 +121,11 @@ type ActorLockForOrderRow struct {
 
 // Placement takes the customer's row lock first: one global lock order,
 // customer then products by id, so placements of one customer serialize on
-// the credit check and never deadlock with each other.
+// the credit check and never deadlock with each other. FOR NO KEY UPDATE,
+// not FOR UPDATE: it still excludes every other placement of the customer,
+// but not the KEY SHARE locks that foreign-key checks take (the idempotency
+// record and the order both reference the actor), which FOR UPDATE would
+// turn into deadlocks.
 func (q *Queries) ActorLockForOrder(ctx context.Context, db DBTX, id uuid.UUID) (ActorLockForOrderRow, error) {
 	row := db.QueryRow(ctx, actorLockForOrder, id)
 	var i ActorLockForOrderRow

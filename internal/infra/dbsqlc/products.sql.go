@@ -208,7 +208,7 @@ SELECT id, price_cents, stock
 FROM products
 WHERE id = ANY($1::uuid[])
 ORDER BY id
-FOR UPDATE
+FOR NO KEY UPDATE
 `
 
 type ProductsLockForUpdateRow struct {
@@ -218,7 +218,9 @@ type ProductsLockForUpdateRow struct {
 }
 
 // Locks the rows in id order (pattern 3), so that two transactions that lock
-// overlapping sets of products always queue instead of deadlocking.
+// overlapping sets of products always queue instead of deadlocking. FOR NO
+// KEY UPDATE because no key changes: it does not block the KEY SHARE locks
+// of foreign-key checks from order lines.
 func (q *Queries) ProductsLockForUpdate(ctx context.Context, db DBTX, ids []uuid.UUID) ([]ProductsLockForUpdateRow, error) {
 	rows, err := db.Query(ctx, productsLockForUpdate, ids)
 	if err != nil {
