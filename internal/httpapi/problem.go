@@ -117,10 +117,15 @@ func problemFor(err error) *Problem {
 // writeError renders err as a problem. Internals are logged once, here, and
 // never sent.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The caller hung up; nobody reads this answer. 499 is nginx's
+		// "client closed request", kept for the access log and metrics.
+		s.log.InfoContext(r.Context(), "request cancelled by the client", "err", err)
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	p := problemFor(err)
 	switch {
-	case p.Status >= 500 && errors.Is(err, context.Canceled):
-		s.log.InfoContext(r.Context(), "request cancelled by the client", "err", err)
 	case p.Status >= 500:
 		s.log.ErrorContext(r.Context(), "request failed", "err", err)
 	}
@@ -153,6 +158,9 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, p *Problem
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body)
 }
+
+// statusClientClosed is logged when the caller went away mid-request.
+const statusClientClosed = 499
 
 // logLevelFor keeps expected outcomes out of the error log.
 func logLevelFor(status int) slog.Level {

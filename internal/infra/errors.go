@@ -3,6 +3,7 @@ package infra
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,8 @@ func isConnError(err error) bool {
 	}
 	var netErr net.Error
 	var connErr *pgconn.ConnectError
-	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, context.DeadlineExceeded)
 }
