@@ -8,6 +8,9 @@ CREATE TABLE actors (
     active             boolean     NOT NULL DEFAULT true,
     created_at         timestamptz NOT NULL DEFAULT now()
 );
+-- "At least one active staff" counts this set under SERIALIZABLE; an index
+-- keeps the count (and its predicate locks) off the rest of the table.
+CREATE INDEX actors_active_staff_idx ON actors (id) WHERE role = 'staff' AND active;
 
 -- Only a SHA-256 of each token is stored; the token itself is shown once, at creation.
 CREATE TABLE api_tokens (
