@@ -27,8 +27,8 @@ type seededProduct struct {
 
 // seed creates a staff member, two customers and a few products, and prints
 // their tokens and ids, so that someone who just started the service can
-// call it at once. Products whose SKU exists are reused; actors are always
-// new, because a token cannot be shown twice.
+// call it at once. Products whose SKU exists are kept; actors are always
+// new, because a token cannot be shown twice. It prints the newest 100 products.
 func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	c, err := loadConfig(getenv, true)
 	if err != nil {
@@ -60,24 +60,28 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		}
 		out.Actors = append(out.Actors, seededActor{Name: a.Name, Role: a.Role, ActorID: res.Actor.ID.String(), Token: res.Token, CreditLimitCents: a.CreditLimitCents})
 	}
+	uc := app.New(runner)
 	for _, p := range []app.CreateProductCommand{
 		{SKU: "DEMO-MUG", Name: "Enamel mug", PriceCents: 1200, Stock: 100},
 		{SKU: "DEMO-TEE", Name: "Cotton T-shirt", PriceCents: 2500, Stock: 50},
 		{SKU: "DEMO-CAP", Name: "Baseball cap", PriceCents: 1800, Stock: 10},
 		{SKU: "DEMO-PEN", Name: "Ballpoint pen", PriceCents: 150, Stock: 1000},
 	} {
-		var made *domain.Product
-		_, err := app.CreateProduct{Tx: runner}.Handle(ctx, p, app.Call[*domain.Product]{
+		_, err := uc.CreateProduct.Handle(ctx, p, app.Call[*domain.Product]{
 			Principal: staff,
-			Render:    func(pr *domain.Product) (app.Receipt, error) { made = pr; return app.Receipt{}, nil },
+			Render:    func(*domain.Product) (app.Receipt, error) { return app.Receipt{}, nil },
 		})
-		if domain.ErrorCode(err) == domain.CodeSKUTaken {
-			continue
-		}
-		if err != nil {
+		if err != nil && domain.ErrorCode(err) != domain.CodeSKUTaken {
 			return fmt.Errorf("seed product %s: %w", p.SKU, err)
 		}
-		out.Products = append(out.Products, seededProduct{ID: made.ID().String(), SKU: string(made.SKU()), Stock: made.Stock()})
+	}
+	// Every product, including demo products seeded by an earlier run.
+	products, err := uc.Products.List(ctx, app.Page{Limit: 100})
+	if err != nil {
+		return err
+	}
+	for _, p := range products {
+		out.Products = append(out.Products, seededProduct{ID: p.ID().String(), SKU: string(p.SKU()), Stock: p.Stock()})
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -97,9 +97,10 @@ func checkNoOversell(t *testing.T, e *testkit.Env) []string {
 func TestRaceNoOversell(t *testing.T) {
 	t.Parallel()
 	raceTest(t, checkNoOversell, func(t *testing.T) *testkit.Env {
+		gate := testkit.NewGate(12, time.Second)
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return naiveStock{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
+				return naiveStock{ProductRepo: tx.Products(), db: testkit.Conn(tx), gate: gate}
 			}}
 		}})
 		// The CHECK constraint is the last line of defence; without it the
@@ -113,7 +114,8 @@ func TestRaceNoOversell(t *testing.T) {
 // and writes back a value computed in the application: a lost update.
 type naiveStock struct {
 	app.ProductRepo
-	db dbsqlc.DBTX
+	db   dbsqlc.DBTX
+	gate *testkit.Gate
 }
 
 func (n naiveStock) LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
@@ -130,7 +132,9 @@ func (n naiveStock) LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]app.S
 		}
 		out = append(out, r)
 	}
-	time.Sleep(20 * time.Millisecond)
+	if n.gate != nil {
+		n.gate.Wait() // let several requests read before any writes
+	}
 	return out, rows.Err()
 }
 
@@ -256,9 +260,10 @@ func checkCreditLimit(t *testing.T, e *testkit.Env) []string {
 func TestRaceCreditLimit(t *testing.T) {
 	t.Parallel()
 	raceTest(t, checkCreditLimit, func(t *testing.T) *testkit.Env {
+		gate := testkit.NewGate(4, time.Second)
 		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Actors: func(tx app.Tx) app.ActorRepo {
-				return naiveCredit{ActorRepo: tx.Actors(), db: testkit.Conn(tx)}
+				return naiveCredit{ActorRepo: tx.Actors(), db: testkit.Conn(tx), gate: gate}
 			}}
 		}})
 	})
@@ -268,7 +273,8 @@ func TestRaceCreditLimit(t *testing.T) {
 // placement sums the others' committed orders, none sees the in-flight ones.
 type naiveCredit struct {
 	app.ActorRepo
-	db dbsqlc.DBTX
+	db   dbsqlc.DBTX
+	gate *testkit.Gate
 }
 
 func (n naiveCredit) LockForOrder(ctx context.Context, id uuid.UUID) (domain.Cents, bool, error) {
@@ -280,7 +286,7 @@ func (n naiveCredit) LockForOrder(ctx context.Context, id uuid.UUID) (domain.Cen
 
 func (n naiveCredit) Outstanding(ctx context.Context, customer uuid.UUID) (domain.Cents, error) {
 	owed, err := n.ActorRepo.Outstanding(ctx, customer)
-	time.Sleep(100 * time.Millisecond) // longer than the requests' arrival spread
+	n.gate.Wait() // let several placements sum before any inserts
 	return owed, err
 }
 
@@ -332,9 +338,10 @@ func checkPayments(t *testing.T, e *testkit.Env) []string {
 func TestRacePayments(t *testing.T) {
 	t.Parallel()
 	raceTest(t, checkPayments, func(t *testing.T) *testkit.Env {
+		gate := testkit.NewGate(12, time.Second)
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
-				return naivePayment{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}
+				return naivePayment{OrderRepo: tx.Orders(), db: testkit.Conn(tx), gate: gate}
 			}}
 		}})
 		e.Exec(`ALTER TABLE orders DROP CONSTRAINT orders_paid_within_total`)
@@ -346,7 +353,8 @@ func TestRacePayments(t *testing.T) {
 // new paid_cents it computed.
 type naivePayment struct {
 	app.OrderRepo
-	db dbsqlc.DBTX
+	db   dbsqlc.DBTX
+	gate *testkit.Gate
 }
 
 func (n naivePayment) AddPayment(ctx context.Context, orderID, actorID uuid.UUID, amount domain.Cents) (*domain.Order, bool, error) {
@@ -357,7 +365,7 @@ func (n naivePayment) AddPayment(ctx context.Context, orderID, actorID uuid.UUID
 	if paid+int64(amount) > total {
 		return nil, false, nil
 	}
-	time.Sleep(20 * time.Millisecond)
+	n.gate.Wait() // let several payments read before any writes
 	if _, err := n.db.Exec(ctx, `UPDATE orders SET paid_cents = $2, version = version + 1 WHERE id = $1`, orderID, paid+int64(amount)); err != nil {
 		return nil, false, err
 	}
@@ -421,9 +429,10 @@ func checkCancelVsShip(t *testing.T, e *testkit.Env) []string {
 func TestRaceCancelVsShip(t *testing.T) {
 	t.Parallel()
 	raceTest(t, checkCancelVsShip, func(t *testing.T) *testkit.Env {
+		gate := testkit.NewGate(2, time.Second)
 		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
-				return naiveTransition{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}
+				return naiveTransition{OrderRepo: tx.Orders(), db: testkit.Conn(tx), gate: gate}
 			}}
 		}})
 	})
@@ -433,11 +442,12 @@ func TestRaceCancelVsShip(t *testing.T) {
 // still at the version the caller saw.
 type naiveTransition struct {
 	app.OrderRepo
-	db dbsqlc.DBTX
+	db   dbsqlc.DBTX
+	gate *testkit.Gate
 }
 
 func (n naiveTransition) SetStatus(ctx context.Context, o *domain.Order, expected domain.Version) (*domain.Order, error) {
-	time.Sleep(10 * time.Millisecond)
+	n.gate.Wait() // let a cancel and a ship both pass their checks before either writes
 	if _, err := n.db.Exec(ctx, `UPDATE orders SET status = $2, version = version + 1 WHERE id = $1`, o.ID(), o.Status().String()); err != nil {
 		return nil, err
 	}
@@ -448,8 +458,9 @@ func (n naiveTransition) SetStatus(ctx context.Context, o *domain.Order, expecte
 
 // checkLastStaff: in each round two staff members, the only active ones,
 // deactivate each other at the same moment. Exactly one succeeds and one
-// staff member stays active. Reading the other staff is slowed down in both
-// runs, to widen the race window the isolation level has to cover.
+// staff member stays active. In both runs a gate holds each deactivation
+// after it counted the staff until the other has counted too, so the write
+// skew is attempted on every round.
 func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 	found := &findings{}
 	const rounds = 15
@@ -465,7 +476,9 @@ func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 			}
 			r := e.Do("POST", "/v1/actors/"+target.ID+"/deactivate", by.Token, nil)
 			statuses[i] = r.Status
-			if r.Status != http.StatusOK && r.Code() != "last_staff" {
+			// 401: the other request won first and this caller's token
+			// stopped working at once, which is also correct.
+			if r.Status != http.StatusOK && r.Code() != "last_staff" && r.Status != http.StatusUnauthorized {
 				found.add("round %d request %d: %d %s", round, i, r.Status, r.Body)
 			}
 		})
@@ -481,9 +494,10 @@ func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 func TestRaceLastStaffRemains(t *testing.T) {
 	t.Parallel()
 	slow := func(iso func(app.Isolation) app.Isolation) func(app.Transactor) app.Transactor {
+		gate := testkit.NewGate(2, 500*time.Millisecond)
 		return func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Isolation: iso, Actors: func(tx app.Tx) app.ActorRepo {
-				return slowStaffCount{tx.Actors()}
+				return gatedStaffCount{tx.Actors(), gate}
 			}}
 		}
 	}
@@ -504,10 +518,15 @@ func TestRaceLastStaffRemains(t *testing.T) {
 	})
 }
 
-type slowStaffCount struct{ app.ActorRepo }
+// gatedStaffCount lets both deactivations count the staff before either
+// writes: the write skew happens on every round, in both runs.
+type gatedStaffCount struct {
+	app.ActorRepo
+	gate *testkit.Gate
+}
 
-func (s slowStaffCount) CountOtherActiveStaff(ctx context.Context, id uuid.UUID) (int64, error) {
+func (s gatedStaffCount) CountOtherActiveStaff(ctx context.Context, id uuid.UUID) (int64, error) {
 	n, err := s.ActorRepo.CountOtherActiveStaff(ctx, id)
-	time.Sleep(20 * time.Millisecond)
+	s.gate.Wait()
 	return n, err
 }

@@ -51,9 +51,10 @@ func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 	})
 	t.Run("naive read-modify-write is caught", func(t *testing.T) {
 		t.Parallel()
+		gate := testkit.NewGate(5, time.Second)
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return naiveProductUpdate{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
+				return naiveProductUpdate{ProductRepo: tx.Products(), db: testkit.Conn(tx), gate: gate}
 			}}
 		}})
 		if broken := racePatchSameETag(t, e); len(broken) == 0 {
@@ -68,7 +69,8 @@ func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 // without a version guard: the classic lost update.
 type naiveProductUpdate struct {
 	app.ProductRepo
-	db dbsqlc.DBTX
+	db   dbsqlc.DBTX
+	gate *testkit.Gate
 }
 
 func (n naiveProductUpdate) Update(ctx context.Context, id uuid.UUID, expected domain.Version, patch domain.ProductPatch) (*domain.Product, error) {
@@ -79,7 +81,7 @@ func (n naiveProductUpdate) Update(ctx context.Context, id uuid.UUID, expected d
 	if domain.Version(version) != expected {
 		return nil, domain.ErrVersionConflict
 	}
-	time.Sleep(100 * time.Millisecond) // the window between read and write, longer than the requests' arrival spread
+	n.gate.Wait() // let several requests read before any writes
 	if _, err := n.db.Exec(ctx, `UPDATE products SET name = COALESCE($2, name), version = $3 + 1 WHERE id = $1`, id, patch.Name, version); err != nil {
 		return nil, err
 	}

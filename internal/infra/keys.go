@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -40,6 +41,20 @@ type KeyConfig struct {
 type keyStore struct{ *store }
 
 func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
+	// A record can vanish between a failed claim and the read that follows
+	// it (the purge removed it after expiry); then the key is free: claim again.
+	for attempt := 0; ; attempt++ {
+		r, err := s.claim(ctx, k)
+		if errors.Is(err, errRecordGone) && attempt < 2 {
+			continue
+		}
+		return r, err
+	}
+}
+
+var errRecordGone = errors.New("idempotency record vanished during the claim")
+
+func (s keyStore) claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	if err := s.q.IdempotencySetLockTimeout(ctx, s.db, ms(s.keys.Wait)); err != nil {
 		return nil, translate(err)
 	}
@@ -62,6 +77,9 @@ func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	}
 	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
 	rec, err := s.q.IdempotencyGet(ctx, s.db, get)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errRecordGone
+	}
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -79,7 +97,11 @@ func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 		if n == 1 {
 			return nil, nil
 		}
-		if rec, err = s.q.IdempotencyGet(ctx, s.db, get); err != nil {
+		rec, err = s.q.IdempotencyGet(ctx, s.db, get)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, errRecordGone
+		}
+		if err != nil {
 			return nil, translate(err)
 		}
 	}
