@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -85,7 +86,9 @@ func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("database unreachable: %w", err)
+		// pgx reports every address it tried on its own line; the operator
+		// gets one line.
+		return nil, fmt.Errorf("database unreachable: %s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	return pool, nil
 }

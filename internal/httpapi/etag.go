@@ -41,13 +41,15 @@ func parseIfMatch(h string) (domain.Version, ifMatchResult) {
 	return 0, ifMatchNoneKnown
 }
 
-// parseStrongTag accepts exactly `"v<positive integer>"`.
+// parseStrongTag accepts exactly `"v<positive integer>"` as etag renders it.
+// Strong comparison is character by character (RFC 9110), so `"v01"` is not
+// `"v1"`: a tag that etag would not have produced names no version.
 func parseStrongTag(tag string) (domain.Version, bool) {
 	if len(tag) < 4 || tag[0] != '"' || tag[1] != 'v' || tag[len(tag)-1] != '"' {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(tag[2:len(tag)-1], 10, 64)
-	if err != nil || n < 1 || tag[2] == '+' {
+	if err != nil || n < 1 || etag(domain.Version(n)) != tag {
 		return 0, false
 	}
 	return domain.Version(n), true

@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// TestProblemFor: every kind of error maps to its one status and code;
+// caller-caused errors keep their safe detail, everything else is a 500 or
+// 503 that says nothing of the cause.
+func TestProblemFor(t *testing.T) {
+	t.Parallel()
+	secret := `ERROR: duplicate key value violates unique constraint "secret_idx" (SQLSTATE 23505) SELECT password FROM actors`
+	pgErr := &pgconn.PgError{Code: "40001", Message: secret}
+	stock := &domain.InsufficientStockError{ProductID: uuid.MustParse("0190f4c4-7c7e-7b3a-9f38-3c1e2d9a0001"), Requested: 3, Available: 1}
+	validation := &domain.Error{Code: domain.CodeValidation, Detail: "bad", Fields: []domain.FieldError{{Field: "lines[0].quantity", Message: "must be between 1 and 1000"}}}
+	cases := []struct {
+		name       string
+		err        error
+		status     int
+		code       string
+		retryAfter string
+		detail     string // a substring the detail must hold; "" for no check
+	}{
+		{"insufficient stock", stock, 409, "insufficient_stock", "", stock.ProductID.String()},
+		{"wrapped insufficient stock", fmt.Errorf("place order: %w", stock), 409, "insufficient_stock", "", "1 in stock"},
+		{"validation", validation, 422, "validation_failed", "", "bad"},
+		{"not found", domain.ErrNotFound, 404, "not_found", "", ""},
+		{"version conflict", fmt.Errorf("update: %w", domain.ErrVersionConflict), 409, "version_conflict", "", ""},
+		{"sku taken", domain.Errorf(domain.CodeSKUTaken, "taken"), 409, "sku_taken", "", "taken"},
+		{"stock check constraint", domain.Errorf(domain.CodeInsufficientStock, "not enough stock"), 409, "insufficient_stock", "", ""},
+		{"credit limit", domain.Errorf(domain.CodeCreditLimitExceeded, "over"), 422, "credit_limit_exceeded", "", ""},
+		{"invalid transition", domain.Errorf(domain.CodeInvalidTransition, "shipped"), 409, "invalid_transition", "", ""},
+		{"overpayment", domain.Errorf(domain.CodeOverpayment, "too much"), 409, "overpayment", "", ""},
+		{"last staff", domain.Errorf(domain.CodeLastStaff, "last"), 409, "last_staff", "", ""},
+		{"forbidden", domain.Errorf(domain.CodeForbidden, "no"), 403, "forbidden", "", ""},
+		{"unauthenticated", app.ErrUnauthenticated, 401, "unauthenticated", "", ""},
+		{"key reused", fmt.Errorf("claim: %w", app.ErrKeyReused), 422, "idempotency_key_reused", "", ""},
+		{"key in progress", &app.KeyInProgressError{RetryAfter: 2500 * time.Millisecond}, 409, "idempotency_in_progress", "2", ""},
+		{"key in progress, no hint", &app.KeyInProgressError{}, 409, "idempotency_in_progress", "1", ""},
+		{"unavailable", errors.Join(app.ErrUnavailable, pgErr), 503, "unavailable", "1", ""},
+		{"driver error", pgErr, 500, "internal", "", ""},
+		{"plain error", errors.New(secret), 500, "internal", "", ""},
+		{"cancelled", context.Canceled, 500, "internal", "", ""},
+		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), 500, "internal", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := problemFor(c.err)
+			if p.Status != c.status || p.Code != c.code {
+				t.Fatalf("problemFor = %d %s, want %d %s", p.Status, p.Code, c.status, c.code)
+			}
+			if p.Type != "urn:ordersvc:problem:"+c.code || p.Title == "" || p.Detail == "" {
+				t.Errorf("incomplete problem %+v", p)
+			}
+			if got := p.header["Retry-After"]; got != c.retryAfter {
+				t.Errorf("Retry-After %q, want %q", got, c.retryAfter)
+			}
+			if !strings.Contains(p.Detail, c.detail) {
+				t.Errorf("detail %q lacks %q", p.Detail, c.detail)
+			}
+			if p.Status >= 500 && (strings.Contains(p.Detail, "secret") || strings.Contains(p.Detail, "SQLSTATE") || strings.Contains(p.Detail, "password")) {
+				t.Errorf("a %d detail carries internals: %q", p.Status, p.Detail)
+			}
+			if (len(p.Errors) > 0) != (c.code == "validation_failed") {
+				t.Errorf("errors %v on a %s problem", p.Errors, c.code)
+			}
+		})
+	}
+}
+
+// TestProblemCodesAreDocumented: the codes the server knows are exactly the
+// codes the OpenAPI document's ProblemCode enum lists.
+func TestProblemCodesAreDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromData(openAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := doc.Components.Schemas["ProblemCode"]
+	if ref == nil || ref.Value == nil {
+		t.Fatal("no ProblemCode schema")
+	}
+	var documented []string
+	for _, v := range ref.Value.Enum {
+		documented = append(documented, v.(string))
+	}
+	known := slices.Collect(maps.Keys(statusOf))
+	slices.Sort(documented)
+	slices.Sort(known)
+	if !slices.Equal(documented, known) {
+		t.Errorf("ProblemCode enum %v\nserver codes    %v", documented, known)
+	}
+}
+
+// testServer is a Server with no database behind it, for the boundary pieces
+// that need none. Its log goes to the returned buffer.
+func testServer(t *testing.T) (*Server, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	s := NewServer(Deps{
+		Log:      slog.New(slog.NewTextHandler(&logs, nil)),
+		Registry: prometheus.NewRegistry(),
+		Ready:    func(context.Context) error { return errors.New("dial tcp 10.0.0.1:5432: connection refused") },
+	})
+	return s, &logs
+}
+
+// recordedProblem decodes a recorded problem response strictly.
+func recordedProblem(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var p Problem
+	dec := json.NewDecoder(rec.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("problem body: %v", err)
+	}
+	return p
+}
+
+// TestWriteErrorHidesInternals: a 500 is logged with its cause once and
+// answered with nothing of it.
+func TestWriteErrorHidesInternals(t *testing.T) {
+	t.Parallel()
+	s, logs := testServer(t)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/products", nil)
+	s.writeError(rec, req, fmt.Errorf("list products: %w", errors.New(`relation "secret_table" does not exist`)))
+	if rec.Code != http.StatusInternalServerError {
+		t.Fatalf("status %d", rec.Code)
+	}
+	body := rec.Body.String()
+	p := recordedProblem(t, rec)
+	if p.Code != "internal" || strings.Contains(body, "secret_table") || strings.Contains(body, "relation") {
+		t.Errorf("500 body carries internals: %s", body)
+	}
+	if n := strings.Count(logs.String(), "secret_table"); n != 1 {
+		t.Errorf("the cause is logged %d times, want once:\n%s", n, logs)
+	}
+}
+
+// TestPanicIsA500Problem: a panicking handler behind the server's own
+// middleware answers a 500 problem with the request id and no internals.
+func TestPanicIsA500Problem(t *testing.T) {
+	t.Parallel()
+	s, logs := testServer(t)
+	h := withRequestID(s.observe(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic("SELECT password FROM actors: secret")
+	})))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/boom", nil)
+	req.Header.Set("X-Request-Id", "req-panic-1")
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500", rec.Code)
+	}
+	body := rec.Body.String()
+	p := recordedProblem(t, rec)
+	if p.Code != "internal" || p.Status != 500 || p.RequestID != "req-panic-1" {
+		t.Errorf("problem %+v", p)
+	}
+	if strings.Contains(body, "password") || strings.Contains(body, "secret") || strings.Contains(body, "goroutine") {
+		t.Errorf("500 body carries internals: %s", body)
+	}
+	if !strings.Contains(logs.String(), "panic serving request") {
+		t.Errorf("the panic was not logged:\n%s", logs)
+	}
+}
+
+// TestReadyzWithoutDatabase: /readyz is 503 unavailable, without the cause,
+// while /healthz stays 200.
+func TestReadyzWithoutDatabase(t *testing.T) {
+	t.Parallel()
+	s, _ := testServer(t)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz %d, want 503", rec.Code)
+	}
+	body := rec.Body.String()
+	if p := recordedProblem(t, rec); p.Code != "unavailable" || strings.Contains(body, "10.0.0.1") {
+		t.Errorf("/readyz problem %s", body)
+	}
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("/healthz %d, want 200", rec.Code)
+	}
+}

@@ -1,0 +1,430 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+	"github.com/ordersvc/ordersvc/internal/testkit"
+)
+
+// adjustPath is the stock-adjustment route of product id.
+func adjustPath(id string) string { return "/v1/products/" + id + "/stock-adjustments" }
+
+// stockOf reads a product's stock straight from the database.
+func stockOf(e *testkit.Env, id string) int64 {
+	return e.QueryInt(`SELECT stock FROM products WHERE id = $1`, id)
+}
+
+// adjustmentRows counts the stock_adjustments rows of a product.
+func adjustmentRows(e *testkit.Env, id string) int64 {
+	return e.QueryInt(`SELECT count(*) FROM stock_adjustments WHERE product_id = $1`, id)
+}
+
+// countStatus counts the statuses equal to want.
+func countStatus(statuses []int, want int) int {
+	n := 0
+	for _, s := range statuses {
+		if s == want {
+			n++
+		}
+	}
+	return n
+}
+
+// replayed says whether a response is a stored replay.
+func replayed(r *testkit.Response) bool { return r.Header.Get("Idempotent-Replayed") == "true" }
+
+// ---- 50 duplicates, one key
+
+// raceSameKeyAdjust sends 50 concurrent stock adjustments that carry the same
+// Idempotency-Key and the same body, and returns the broken invariants
+// (EXT.IDEMPOTENCY.REPLAY.001): the adjustment applies exactly once, exactly
+// one answer is fresh and the other 49 are replays marked
+// Idempotent-Replayed, and every answer has the same status and body.
+func raceSameKeyAdjust(t *testing.T, e *testkit.Env) []string {
+	const n = 50
+	id := e.NewProduct(100, 10)
+	res := make([]*testkit.Response, n)
+	testkit.Race(n, func(i int) {
+		res[i] = e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 5, "reason": "restock"},
+			"Idempotency-Key", "restock-2024-06-01")
+	})
+	var broken []string
+	fresh, replays := 0, 0
+	answers := map[string]int{} // status and body -> how many got it
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("request %d: %v", i, r.Err)
+		}
+		answers[fmt.Sprintf("%d %s", r.Status, r.Body)]++
+		if r.Status != http.StatusCreated {
+			broken = append(broken, fmt.Sprintf("request %d answered %d %s, want 201", i, r.Status, r.Body))
+			continue
+		}
+		if replayed(r) {
+			replays++
+		} else {
+			fresh++
+		}
+	}
+	if len(answers) != 1 {
+		broken = append(broken, fmt.Sprintf("the %d answers disagree: %d different status and body pairs", n, len(answers)))
+	}
+	if fresh != 1 || replays != n-1 {
+		broken = append(broken, fmt.Sprintf("%d fresh answers and %d replays, want 1 and %d", fresh, replays, n-1))
+	}
+	if s := stockOf(e, id); s != 15 {
+		broken = append(broken, fmt.Sprintf("stock is %d after one +5 adjustment sent %d times, want 15", s, n))
+	}
+	if rows := adjustmentRows(e, id); rows != 1 {
+		broken = append(broken, fmt.Sprintf("%d stock_adjustments rows, want 1", rows))
+	}
+	return broken
+}
+
+// TestRaceSameKeyAdjustmentAppliesOnce: 50 concurrent retries of one stock
+// adjustment (same key, same body) change the stock exactly once and all get
+// the same answer, one fresh and 49 replayed (EXT.IDEMPOTENCY.REPLAY.001,
+// EXT.IDEMPOTENCY.KEY.001: the claim is a unique-key insert in the business
+// transaction, so the losers wait for the winner and replay it). The naive
+// variant checks for a record with a plain SELECT and inserts it at the end
+// (check-then-act) and is shown to apply the adjustment more than once.
+func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
+	t.Parallel()
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		for _, b := range raceSameKeyAdjust(t, testkit.New(t)) {
+			t.Error(b)
+		}
+	})
+	t.Run("naive check-then-act key store is caught", func(t *testing.T) {
+		t.Parallel()
+		e := testkit.New(t, testkit.Options{Wrap: withNaiveKeys(testkit.NewGate(8, time.Second))})
+		broken := raceSameKeyAdjust(t, e)
+		if len(broken) == 0 {
+			t.Fatal("the naive key store kept the invariant: the test cannot tell a unique claim from check-then-act")
+		}
+		t.Logf("naive variant broke the invariant as expected: %v", broken)
+	})
+}
+
+// withNaiveKeys swaps the key store for a naiveKeyStore whose requests meet
+// at gate between their check and their act.
+func withNaiveKeys(gate *testkit.Gate) func(app.Transactor) app.Transactor {
+	return func(inner app.Transactor) app.Transactor {
+		return testkit.Override{Inner: inner, Keys: func(tx app.Tx) app.KeyStore {
+			return naiveKeyStore{db: testkit.Conn(tx), gate: gate}
+		}}
+	}
+}
+
+// naiveKeyStore is the classic broken idempotency store: Claim looks for a
+// record with a plain SELECT and goes ahead when there is none; Complete
+// inserts the record and ignores a conflict. Two requests that both look
+// before either commits both execute. A nil gate lets each go at once.
+type naiveKeyStore struct {
+	db   dbsqlc.DBTX
+	gate *testkit.Gate
+}
+
+func (s naiveKeyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
+	var (
+		fp      []byte
+		status  int32
+		headers []byte
+		body    []byte
+	)
+	err := s.db.QueryRow(ctx, `SELECT fingerprint, response_status, response_headers, response_body
+		FROM idempotency_keys WHERE actor_id = $1 AND operation = $2 AND key = $3`,
+		k.ActorID, k.Operation, k.Value).Scan(&fp, &status, &headers, &body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if s.gate != nil {
+			s.gate.Wait() // let several requests check before any acts
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(fp, k.Fingerprint[:]) {
+		return nil, app.ErrKeyReused
+	}
+	r := &app.Receipt{Status: int(status), Body: body}
+	if err := json.Unmarshal(headers, &r.Header); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (s naiveKeyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) error {
+	headers, err := json.Marshal(r.Header)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.Exec(ctx, `INSERT INTO idempotency_keys
+		(actor_id, operation, key, fingerprint, state, response_status, response_headers, response_body, expires_at)
+		VALUES ($1, $2, $3, $4, 'completed', $5, $6, $7, now() + interval '1 day')
+		ON CONFLICT (actor_id, operation, key) DO NOTHING`,
+		k.ActorID, k.Operation, k.Value, k.Fingerprint[:], r.Status, headers, r.Body)
+	return err
+}
+
+// ---- withdrawals racing for the last units
+
+// raceWithdrawals sends 30 concurrent adjustments of -1, each with its own
+// key, against a stock of 10, and returns the broken invariants: stock is
+// never negative and no unit is sold twice (EXT.CONCURRENCY.ADOPT.001), so
+// exactly 10 succeed, 20 get 409 insufficient_stock, the stock ends at 0 and
+// the stock_adjustments rows account for every unit.
+func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
+	const stock, n = 10, 30
+	id := e.NewProduct(100, stock)
+	statuses := make([]int, n)
+	testkit.Race(n, func(i int) {
+		r := e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": -1, "reason": "sold at the counter"},
+			"Idempotency-Key", "sale-"+strconv.Itoa(i))
+		statuses[i] = r.Status
+		if r.Status != http.StatusCreated && r.Code() != "insufficient_stock" {
+			t.Errorf("withdrawal %d: %d %s %v", i, r.Status, r.Body, r.Err)
+		}
+	})
+	var broken []string
+	ok, refused := countStatus(statuses, http.StatusCreated), countStatus(statuses, http.StatusConflict)
+	if ok != stock || refused != n-stock {
+		broken = append(broken, fmt.Sprintf("%d withdrawals of 1 succeeded and %d were refused from a stock of %d, want %d and %d", ok, refused, stock, stock, n-stock))
+	}
+	final := stockOf(e, id)
+	if final != 0 {
+		broken = append(broken, fmt.Sprintf("stock ended at %d, want 0", final))
+	}
+	rows := adjustmentRows(e, id)
+	sum := e.QueryInt(`SELECT COALESCE(sum(delta), 0) FROM stock_adjustments WHERE product_id = $1`, id)
+	if rows != int64(ok) || stock+sum != final {
+		broken = append(broken, fmt.Sprintf("stock_adjustments hold %d rows summing to %d for %d accepted withdrawals, but stock went from %d to %d", rows, sum, ok, stock, final))
+	}
+	if low := e.QueryInt(`SELECT COALESCE(min(stock_after), 0) FROM stock_adjustments WHERE product_id = $1`, id); low < 0 {
+		broken = append(broken, fmt.Sprintf("stock went down to %d", low))
+	}
+	return broken
+}
+
+// TestRaceWithdrawalsNeverOversell: concurrent withdrawals never take more
+// units than there are, and every accepted one is counted
+// (EXT.CONCURRENCY.ADOPT.001: the invariant "stock is never negative", kept
+// by one guarded UPDATE … WHERE stock + delta >= 0 and backed by the
+// products_stock_nonnegative CHECK). The naive variant reads the stock,
+// checks it in Go and writes the value it computed, on a database whose CHECK
+// was dropped, and is shown to oversell and lose updates.
+func TestRaceWithdrawalsNeverOversell(t *testing.T) {
+	t.Parallel()
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		for _, b := range raceWithdrawals(t, testkit.New(t)) {
+			t.Error(b)
+		}
+	})
+	t.Run("naive read-check-write is caught", func(t *testing.T) {
+		t.Parallel()
+		gate := testkit.NewGate(8, time.Second)
+		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
+				return naiveAdjust{ProductRepo: tx.Products(), db: testkit.Conn(tx), gate: gate}
+			}}
+		}})
+		// The constraint is the last line of defence; without it the naive
+		// run shows what the guard alone has to prevent.
+		e.Exec(`ALTER TABLE products DROP CONSTRAINT products_stock_nonnegative`)
+		broken := raceWithdrawals(t, e)
+		if len(broken) == 0 {
+			t.Fatal("the naive adjustment kept the invariant: the test cannot tell a guarded update from read-check-write")
+		}
+		t.Logf("naive variant broke the invariant as expected: %v", broken)
+	})
+}
+
+// naiveAdjust checks the stock in the application and then writes the value
+// it computed: every writer that read the same stock overwrites the others.
+type naiveAdjust struct {
+	app.ProductRepo
+	db   dbsqlc.DBTX
+	gate *testkit.Gate
+}
+
+func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error) {
+	var stock int64
+	err := n.db.QueryRow(ctx, `SELECT stock FROM products WHERE id = $1`, adj.ProductID).Scan(&stock)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, domain.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if stock+adj.Delta < 0 {
+		return nil, &domain.InsufficientStockError{ProductID: adj.ProductID, Requested: -adj.Delta, Available: stock}
+	}
+	n.gate.Wait() // let several requests read before any writes
+	after := stock + adj.Delta
+	if _, err := n.db.Exec(ctx, `UPDATE products SET stock = $2, version = version + 1, updated_at = now() WHERE id = $1`, adj.ProductID, after); err != nil {
+		return nil, err
+	}
+	if _, err := n.db.Exec(ctx, `INSERT INTO stock_adjustments (id, product_id, actor_id, delta, reason, stock_after)
+		VALUES (gen_random_uuid(), $1, $2, $3, $4, $5)`, adj.ProductID, actorID, adj.Delta, adj.Reason, after); err != nil {
+		return nil, err
+	}
+	return n.Get(ctx, adj.ProductID)
+}
+
+// ---- a duplicate while the original is in flight
+
+// holdAdjust lets the real adjustment run and then keeps its transaction
+// open for hold, after telling entered that the business write is done.
+type holdAdjust struct {
+	app.ProductRepo
+	entered func()
+	hold    time.Duration
+}
+
+func (h holdAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error) {
+	p, err := h.ProductRepo.Adjust(ctx, actorID, adj)
+	if err == nil {
+		h.entered()
+		time.Sleep(h.hold)
+	}
+	return p, err
+}
+
+// slowEnv is a service whose adjustments stay in their transaction for hold
+// after the write; entered is closed when the first one got there.
+func slowEnv(t *testing.T, hold, keyWait time.Duration, naiveKeys bool) (*testkit.Env, <-chan struct{}) {
+	entered := make(chan struct{})
+	var once sync.Once
+	e := testkit.New(t, testkit.Options{KeyWait: keyWait, Wrap: func(inner app.Transactor) app.Transactor {
+		o := testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
+			return holdAdjust{ProductRepo: tx.Products(), hold: hold, entered: func() { once.Do(func() { close(entered) }) }}
+		}}
+		if naiveKeys {
+			// No gate: the held original already overlaps the duplicate.
+			o.Keys = func(tx app.Tx) app.KeyStore { return naiveKeyStore{db: testkit.Conn(tx)} }
+		}
+		return o
+	}})
+	return e, entered
+}
+
+// raceDuplicateInFlight sends an adjustment, and while its transaction is
+// still open after the write, the same request again. It returns the broken
+// invariants (EXT.IDEMPOTENCY.REPLAY.001): the duplicate waits for the
+// original and replays its answer, and the stock changes once.
+func raceDuplicateInFlight(t *testing.T, e *testkit.Env, entered <-chan struct{}, hold time.Duration) []string {
+	id := e.NewProduct(100, 10)
+	send := func() *testkit.Response {
+		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 3, "reason": "late delivery"},
+			"Idempotency-Key", "delivery-77")
+	}
+	first := make(chan *testkit.Response, 1)
+	go func() { first <- send() }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the original request never reached its business write")
+	}
+	start := time.Now()
+	dup := send()
+	waited := time.Since(start)
+	orig := <-first
+
+	var broken []string
+	if orig.Status != http.StatusCreated || replayed(orig) {
+		broken = append(broken, fmt.Sprintf("original answered %d (replayed %v) %s, want a fresh 201", orig.Status, replayed(orig), orig.Body))
+	}
+	if dup.Status != http.StatusCreated || !replayed(dup) {
+		broken = append(broken, fmt.Sprintf("in-flight duplicate answered %d (replayed %v) %s, want a replayed 201", dup.Status, replayed(dup), dup.Body))
+	}
+	if !bytes.Equal(orig.Body, dup.Body) {
+		broken = append(broken, fmt.Sprintf("duplicate answered %s, original %s", dup.Body, orig.Body))
+	}
+	if replayed(dup) && waited < hold/2 {
+		broken = append(broken, fmt.Sprintf("duplicate answered after %s, before the original (held %s) could have committed", waited, hold))
+	}
+	if s := stockOf(e, id); s != 13 {
+		broken = append(broken, fmt.Sprintf("stock is %d after one +3 adjustment sent twice, want 13", s))
+	}
+	return broken
+}
+
+// TestRaceDuplicateInFlightWaitsThenReplays: a retry that arrives while the
+// original is still in its transaction waits for it and replays its answer
+// instead of running again (EXT.IDEMPOTENCY.REPLAY.001: the duplicate's
+// claim blocks on the original's uncommitted key row). The naive
+// check-then-act key store is shown to run the duplicate a second time.
+func TestRaceDuplicateInFlightWaitsThenReplays(t *testing.T) {
+	t.Parallel()
+	const hold = 300 * time.Millisecond
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		e, entered := slowEnv(t, hold, 5*time.Second, false)
+		for _, b := range raceDuplicateInFlight(t, e, entered, hold) {
+			t.Error(b)
+		}
+	})
+	t.Run("naive check-then-act key store is caught", func(t *testing.T) {
+		t.Parallel()
+		e, entered := slowEnv(t, hold, 5*time.Second, true)
+		broken := raceDuplicateInFlight(t, e, entered, hold)
+		if len(broken) == 0 {
+			t.Fatal("the naive key store kept the invariant: the test cannot tell a waiting claim from check-then-act")
+		}
+		t.Logf("naive variant broke the invariant as expected: %v", broken)
+	})
+}
+
+// TestRaceDuplicateInFlightPastWaitIsInProgress: when the original is still
+// in flight after IDEMPOTENCY_WAIT, the duplicate gets 409
+// idempotency_in_progress with Retry-After and changes nothing; once the
+// original has finished, the same retry replays it
+// (EXT.IDEMPOTENCY.REPLAY.001: "reports in-progress status").
+func TestRaceDuplicateInFlightPastWaitIsInProgress(t *testing.T) {
+	t.Parallel()
+	e, entered := slowEnv(t, 400*time.Millisecond, 100*time.Millisecond, false)
+	id := e.NewProduct(100, 10)
+	send := func() *testkit.Response {
+		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 2, "reason": "found in the back"},
+			"Idempotency-Key", `"found-2"`)
+	}
+	first := make(chan *testkit.Response, 1)
+	go func() { first <- send() }()
+	<-entered
+	busy := send()
+	if busy.Status != http.StatusConflict || busy.Code() != "idempotency_in_progress" {
+		t.Fatalf("duplicate past the wait: %d %s, want 409 idempotency_in_progress", busy.Status, busy.Body)
+	}
+	if ra, err := strconv.Atoi(busy.Header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After = %q, want a positive number of seconds", busy.Header.Get("Retry-After"))
+	}
+	orig := <-first
+	if orig.Status != http.StatusCreated {
+		t.Fatalf("original: %d %s", orig.Status, orig.Body)
+	}
+	again := send()
+	if again.Status != http.StatusCreated || !replayed(again) || !bytes.Equal(again.Body, orig.Body) {
+		t.Errorf("retry after the original finished: %d (replayed %v) %s, want the original's 201 %s replayed",
+			again.Status, replayed(again), again.Body, orig.Body)
+	}
+	if s := stockOf(e, id); s != 12 {
+		t.Errorf("stock is %d, want 12: the adjustment must apply exactly once", s)
+	}
+}
