@@ -49,10 +49,31 @@ func decode(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) *P
 	return nil
 }
 
-func decodeProblem(err error) *Problem {
+// decodeElement decodes one element of an array strictly, so that a type
+// error can name its index ("lines[1].quantity"), which encoding/json's own
+// error does not.
+func decodeElement(raw json.RawMessage, dst any, path string) *Problem {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblemAt(err, path)
+	}
+	return nil
+}
+
+func decodeProblem(err error) *Problem { return decodeProblemAt(err, "") }
+
+func decodeProblemAt(err error, path string) *Problem {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
+		if path != "" {
+			if field == "" {
+				field = path
+			} else {
+				field = path + "." + field
+			}
+		}
 		if field == "" {
 			return problem(codeMalformed, "the request body must be a JSON object")
 		}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -51,10 +52,12 @@ func renderOrder(status int, withLocation bool) func(*domain.Order) (app.Receipt
 }
 
 type placeOrderIn struct {
-	Lines *[]struct {
-		ProductID *string `json:"product_id"`
-		Quantity  *int64  `json:"quantity"`
-	} `json:"lines"`
+	Lines *[]json.RawMessage `json:"lines"` // decoded one by one, so errors name the index
+}
+
+type orderLineIn struct {
+	ProductID *string `json:"product_id"`
+	Quantity  *int64  `json:"quantity"`
 }
 
 func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +79,12 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := make([]string, len(*in.Lines))
 	qty := make([]int64, len(*in.Lines))
-	for i, l := range *in.Lines {
+	for i, raw := range *in.Lines {
+		var l orderLineIn
+		if p := decodeElement(raw, &l, "lines["+strconv.Itoa(i)+"]"); p != nil {
+			s.writeProblem(w, r, p)
+			return
+		}
 		if l.ProductID == nil {
 			v.Add("lines["+strconv.Itoa(i)+"].product_id", "is required")
 		} else {
