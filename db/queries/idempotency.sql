@@ -36,3 +36,24 @@ SET state            = 'completed',
     response_headers = @response_headers,
     response_body    = @response_body
 WHERE actor_id = @actor_id AND operation = @operation AND key = @key;
+
+-- name: IdempotencyPurgeLock :one
+-- Pattern 6: one replica purges at a time. The lock is per transaction, so
+-- each batch takes it again and a replica that dies mid-purge holds nothing.
+SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.idempotency_purge')) AS locked;
+
+-- name: IdempotencyPurgeExpired :execrows
+-- Deletes at most @batch_size expired records (EXT.IDEMPOTENCY.RETENTION.001).
+-- SKIP LOCKED: a record that an in-flight request holds (it is reclaiming an
+-- expired key) is left alone, so the purge never waits on a request, and a
+-- request waits on the purge for one batch at most. The outer expiry check
+-- repeats the guard on the row version actually deleted.
+DELETE FROM idempotency_keys
+WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM idempotency_keys
+        WHERE expires_at <= now()
+        ORDER BY expires_at
+        LIMIT @batch_size
+        FOR UPDATE SKIP LOCKED))
+  AND expires_at <= now();

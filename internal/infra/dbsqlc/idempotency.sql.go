@@ -107,6 +107,44 @@ func (q *Queries) IdempotencyGet(ctx context.Context, db DBTX, arg IdempotencyGe
 	return i, err
 }
 
+const idempotencyPurgeExpired = `-- name: IdempotencyPurgeExpired :execrows
+DELETE FROM idempotency_keys
+WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM idempotency_keys
+        WHERE expires_at <= now()
+        ORDER BY expires_at
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED))
+  AND expires_at <= now()
+`
+
+// Deletes at most @batch_size expired records (EXT.IDEMPOTENCY.RETENTION.001).
+// SKIP LOCKED: a record that an in-flight request holds (it is reclaiming an
+// expired key) is left alone, so the purge never waits on a request, and a
+// request waits on the purge for one batch at most. The outer expiry check
+// repeats the guard on the row version actually deleted.
+func (q *Queries) IdempotencyPurgeExpired(ctx context.Context, db DBTX, batchSize int32) (int64, error) {
+	result, err := db.Exec(ctx, idempotencyPurgeExpired, batchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const idempotencyPurgeLock = `-- name: IdempotencyPurgeLock :one
+SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.idempotency_purge')) AS locked
+`
+
+// Pattern 6: one replica purges at a time. The lock is per transaction, so
+// each batch takes it again and a replica that dies mid-purge holds nothing.
+func (q *Queries) IdempotencyPurgeLock(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, idempotencyPurgeLock)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
+}
+
 const idempotencyReclaimExpired = `-- name: IdempotencyReclaimExpired :execrows
 UPDATE idempotency_keys
 SET fingerprint      = $1,
