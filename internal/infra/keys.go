@@ -39,7 +39,27 @@ type KeyConfig struct {
 // duplicate gets idempotency_in_progress.
 type keyStore struct{ *store }
 
+// errRecordPurged: the expired record whose conflict stopped the claim's
+// INSERT was deleted by the retention purge before the claim could read or
+// reclaim it. The key is free, so the claim starts over.
+var errRecordPurged = errors.New("idempotency record purged during the claim")
+
+// claimTries bounds how often Claim starts over after errRecordPurged.
+const claimTries = 3
+
 func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
+	for try := 1; ; try++ {
+		r, err := s.claimOnce(ctx, k)
+		if !errors.Is(err, errRecordPurged) {
+			return r, err
+		}
+		if try == claimTries {
+			return nil, &app.KeyInProgressError{RetryAfter: time.Second}
+		}
+	}
+}
+
+func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	if err := s.q.IdempotencySetLockTimeout(ctx, s.db, ms(s.keys.Wait)); err != nil {
 		return nil, translate(err)
 	}
@@ -62,6 +82,9 @@ func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	}
 	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
 	rec, err := s.q.IdempotencyGet(ctx, s.db, get)
+	if isNoRows(err) {
+		return nil, errRecordPurged
+	}
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -79,7 +102,9 @@ func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 		if n == 1 {
 			return nil, nil
 		}
-		if rec, err = s.q.IdempotencyGet(ctx, s.db, get); err != nil {
+		if rec, err = s.q.IdempotencyGet(ctx, s.db, get); isNoRows(err) {
+			return nil, errRecordPurged
+		} else if err != nil {
 			return nil, translate(err)
 		}
 	}
