@@ -173,9 +173,19 @@ type Claim struct {
 // Claim takes up to BatchSize due events, oldest first, and commits the
 // claim. It is exported so that tests can play a dispatcher that dies
 // between claiming and delivering.
+//
+// The statement runs to its end even when ctx is cancelled meanwhile: a
+// claim that committed on the server while the client gave up would be
+// orphaned until the reaper. The caller sees the cancellation in deliver and
+// releases the claim at once.
 func (d *Dispatcher) Claim(ctx context.Context) (Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return Claim{}, err
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	start := time.Now()
-	rows, err := d.q.OutboxClaim(ctx, d.pool, int32(d.cfg.BatchSize))
+	rows, err := d.q.OutboxClaim(qctx, d.pool, int32(d.cfg.BatchSize))
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim: %w", translate(err))
 	}
