@@ -2,6 +2,7 @@ package infra_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -470,4 +471,111 @@ func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 		}
 		t.Logf("naive variant stalled placements as expected: %v %v", statuses, codes)
 	})
+}
+
+// ---- a key claim whose expired record is purged under it
+
+// TestKeyClaimStartsOverWhenPurgeDeletesTheRecordItSaw drives the other
+// interleaving of purge and reclaim: a request's INSERT finds the key taken
+// by an expired record, reads it, and goes to reclaim it, but the purge has
+// locked the record meanwhile and deletes it. The reclaim then updates
+// nothing and the record is gone. The key is free, so the claim starts over
+// and the placement succeeds. The purge's single statement is played here by
+// a transaction that locks the record (as its FOR UPDATE does) and deletes
+// it once the request is waiting, which pins the interleaving. The key
+// store as it was before the fix, copied below, answered 404 not_found.
+func TestKeyClaimStartsOverWhenPurgeDeletesTheRecordItSaw(t *testing.T) {
+	t.Parallel()
+	race := func(t *testing.T, opts testkit.Options) (*testkit.Response, int64) {
+		e := testkit.New(t, opts)
+		cust := e.NewActor("customer", 1_000_000)
+		product := e.NewProduct(100, 100)
+		const key = "seen-then-purged"
+		place := func() *testkit.Response {
+			return e.Do("POST", "/v1/orders", cust.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}}, "Idempotency-Key", key)
+		}
+		if res := place(); res.Status != http.StatusCreated {
+			t.Fatalf("first placement: %d %s", res.Status, res.Body)
+		}
+		e.Exec(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = $1`, key)
+		ctx := context.Background()
+		purge, err := e.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer purge.Rollback(ctx) //nolint:errcheck
+		if _, err := purge.Exec(ctx, `SELECT 1 FROM idempotency_keys WHERE key = $1 AND expires_at <= now() FOR UPDATE`, key); err != nil {
+			t.Fatal(err)
+		}
+		second := make(chan *testkit.Response, 1)
+		go func() { second <- place() }()
+		waitFor(t, 10*time.Second, "the request waiting to reclaim the expired record", func() bool {
+			return queryInt(t, e.Pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+				AND wait_event_type = 'Lock' AND query LIKE '%IdempotencyReclaimExpired%'`) == 1
+		})
+		if _, err := purge.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND expires_at <= now()`, key); err != nil {
+			t.Fatal(err)
+		}
+		if err := purge.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res := <-second
+		return res, e.QueryInt(`SELECT count(*) FROM orders`)
+	}
+	t.Run("claim starts over", func(t *testing.T) {
+		t.Parallel()
+		res, orders := race(t, testkit.Options{})
+		if res.Status != http.StatusCreated || orders != 2 {
+			t.Errorf("placement whose expired record was purged under it: %d %s, %d orders; want 201 and 2", res.Status, res.Body, orders)
+		}
+	})
+	t.Run("claim that does not start over is caught", func(t *testing.T) {
+		t.Parallel()
+		res, orders := race(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return testkit.Override{Inner: inner, Keys: func(tx app.Tx) app.KeyStore {
+				return oldKeyStore{KeyStore: tx.Keys(), db: testkit.Conn(tx)}
+			}}
+		}})
+		if res.Status == http.StatusCreated {
+			t.Fatal("the old key store survived the purge: the test cannot tell the difference")
+		}
+		t.Logf("the key store without the restart answered %d %s (%d orders), as expected", res.Status, res.Code(), orders)
+	})
+}
+
+// oldKeyStore is the claim as it was before it learned to start over: a
+// record that vanished between its statements surfaced as not found. Paths
+// the test does not reach fall through to the real key store.
+type oldKeyStore struct {
+	app.KeyStore
+	db dbsqlc.DBTX
+}
+
+func (s oldKeyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
+	q := dbsqlc.New()
+	n, err := q.IdempotencyClaim(ctx, s.db, dbsqlc.IdempotencyClaimParams{
+		ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:], TtlSeconds: 3600,
+	})
+	if err != nil || n == 1 {
+		return nil, err
+	}
+	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
+	rec, err := q.IdempotencyGet(ctx, s.db, get)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, domain.ErrNotFound
+	} else if err != nil {
+		return nil, err
+	}
+	if rec.Expired {
+		n, err := q.IdempotencyReclaimExpired(ctx, s.db, dbsqlc.IdempotencyReclaimExpiredParams{
+			ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:], TtlSeconds: 3600,
+		})
+		if err != nil || n == 1 {
+			return nil, err
+		}
+		if _, err := q.IdempotencyGet(ctx, s.db, get); errors.Is(err, pgx.ErrNoRows) {
+			return nil, domain.ErrNotFound
+		}
+	}
+	return s.KeyStore.Claim(ctx, k)
 }
