@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,14 @@ type config struct {
 	CleanupInterval  time.Duration
 	OutboxWebhookURL string
 	LogLevel         slog.Level
+
+	OutboxPollInterval time.Duration
+	OutboxBatchSize    int
+	OutboxMaxAttempts  int
+	OutboxClaimTimeout time.Duration
+	OutboxHTTPTimeout  time.Duration
+	OutboxBackoffBase  time.Duration
+	OutboxBackoffMax   time.Duration
 
 	DBMaxConns         int32
 	DBStatementTimeout time.Duration
@@ -39,7 +48,21 @@ var settings = []setting{
 	{"IDEMPOTENCY_TTL", "24h", durationInto(func(c *config) *time.Duration { return &c.IdempotencyTTL })},
 	{"IDEMPOTENCY_WAIT", "5s", durationInto(func(c *config) *time.Duration { return &c.IdempotencyWait })},
 	{"CLEANUP_INTERVAL", "1m", durationInto(func(c *config) *time.Duration { return &c.CleanupInterval })},
-	{"OUTBOX_WEBHOOK_URL", "", func(c *config, v string) error { c.OutboxWebhookURL = v; return nil }},
+	{"OUTBOX_WEBHOOK_URL", "", func(c *config, v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("not an absolute http or https URL")
+		}
+		c.OutboxWebhookURL = v
+		return nil
+	}},
+	{"OUTBOX_POLL_INTERVAL", "500ms", durationInto(func(c *config) *time.Duration { return &c.OutboxPollInterval })},
+	{"OUTBOX_BATCH_SIZE", "100", intInto(1, 1000, func(c *config) *int { return &c.OutboxBatchSize })},
+	{"OUTBOX_MAX_ATTEMPTS", "20", intInto(1, 1000, func(c *config) *int { return &c.OutboxMaxAttempts })},
+	{"OUTBOX_CLAIM_TIMEOUT", "1m", durationInto(func(c *config) *time.Duration { return &c.OutboxClaimTimeout })},
+	{"OUTBOX_HTTP_TIMEOUT", "10s", durationInto(func(c *config) *time.Duration { return &c.OutboxHTTPTimeout })},
+	{"OUTBOX_BACKOFF_BASE", "1s", durationInto(func(c *config) *time.Duration { return &c.OutboxBackoffBase })},
+	{"OUTBOX_BACKOFF_MAX", "15m", durationInto(func(c *config) *time.Duration { return &c.OutboxBackoffMax })},
 	{"LOG_LEVEL", "info", func(c *config, v string) error {
 		return c.LogLevel.UnmarshalText([]byte(strings.ToLower(v)))
 	}},
@@ -71,6 +94,17 @@ func durationInto(field func(*config) *time.Duration) func(*config, string) erro
 	}
 }
 
+func intInto(lo, hi int, field func(*config) *int) func(*config, string) error {
+	return func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("not an integer from %d to %d", lo, hi)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
 // loadConfig parses the environment. needDB is false for commands that do not
 // touch the database.
 func loadConfig(getenv func(string) string, needDB bool) (config, error) {
@@ -92,6 +126,12 @@ func loadConfig(getenv func(string) string, needDB bool) (config, error) {
 	}
 	if c.IdempotencyWait >= c.DBStatementTimeout {
 		return c, fmt.Errorf("IDEMPOTENCY_WAIT (%s) must be shorter than DB_STATEMENT_TIMEOUT (%s)", c.IdempotencyWait, c.DBStatementTimeout)
+	}
+	if c.OutboxClaimTimeout < 2*c.OutboxHTTPTimeout {
+		return c, fmt.Errorf("OUTBOX_CLAIM_TIMEOUT (%s) must be at least twice OUTBOX_HTTP_TIMEOUT (%s)", c.OutboxClaimTimeout, c.OutboxHTTPTimeout)
+	}
+	if c.OutboxBackoffMax < c.OutboxBackoffBase {
+		return c, fmt.Errorf("OUTBOX_BACKOFF_MAX (%s) must not be shorter than OUTBOX_BACKOFF_BASE (%s)", c.OutboxBackoffMax, c.OutboxBackoffBase)
 	}
 	return c, nil
 }

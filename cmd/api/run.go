@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,6 +33,8 @@ commands:
   migrate up|down|status        apply, roll back one, or list migrations
   actor create --name NAME --role customer|staff [--credit-limit-cents N]
                                 create an actor and print {"actor_id","token"}
+  outbox dead                   list dead outbox events, one JSON object a line
+  outbox requeue ID|--all       make dead outbox events deliverable again
   seed                          create demo actors and products, print tokens
   healthcheck                   exit 0 when the local server is ready (for images without curl)
 
@@ -53,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return errors.New("usage: api actor create --name NAME --role customer|staff [--credit-limit-cents N]")
 		}
 		return actorCreate(ctx, args[2:], getenv, stdout)
+	case "outbox":
+		return outbox(ctx, args[1:], getenv, stdout)
 	case "seed":
 		return seed(ctx, getenv, stdout)
 	case "healthcheck":
@@ -167,11 +172,18 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	return nil
 }
 
-// startWorkers starts the background workers and returns a channel closed
-// when all of them have stopped.
+// startWorkers starts the background workers, the outbox dispatcher and the
+// idempotency purge, and returns a channel closed when all of them have
+// stopped. They stop when ctx ends; the dispatcher first releases the events
+// it holds.
 func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) <-chan struct{} {
+	dispatcher := infra.NewDispatcher(pool, log, reg, outboxConfig(c))
+	purger := infra.NewPurger(pool, log, reg, infra.PurgeConfig{Interval: c.CleanupInterval})
+	var wg sync.WaitGroup
+	wg.Go(func() { dispatcher.Run(ctx) })
+	wg.Go(func() { purger.Run(ctx) })
 	done := make(chan struct{})
-	close(done)
+	go func() { wg.Wait(); close(done) }()
 	return done
 }
 

@@ -36,3 +36,34 @@ SET state            = 'completed',
     response_headers = @response_headers,
     response_body    = @response_body
 WHERE actor_id = @actor_id AND operation = @operation AND key = @key;
+
+-- name: IdempotencyPurgeLock :one
+-- Pattern 6: one replica purges at a time. The lock is per transaction, so
+-- each batch takes it again and a replica that dies mid-purge holds nothing.
+SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.idempotency_purge')) AS locked;
+
+-- name: IdempotencyPurgeExpired :one
+-- Deletes at most @batch_size expired records (EXT.IDEMPOTENCY.RETENTION.001)
+-- and returns how many, and the latest expiry among them.
+-- SKIP LOCKED: a record that an in-flight request holds (it is reclaiming an
+-- expired key) is left alone, so the purge never waits on a request, and a
+-- request waits on the purge for one batch at most. The outer expiry check
+-- repeats the guard on the row version actually deleted.
+-- @from_expiry is a keyset cursor: the previous batch's latest expiry. It
+-- keeps each batch from rescanning the index entries of rows that earlier
+-- batches deleted, so a batch costs the same at the end of a long purge as
+-- at its start.
+WITH gone AS (
+    DELETE FROM idempotency_keys
+    WHERE ctid = ANY (ARRAY(
+            SELECT k.ctid
+            FROM idempotency_keys k
+            WHERE k.expires_at <= now() AND k.expires_at >= @from_expiry::timestamptz
+            ORDER BY k.expires_at
+            LIMIT @batch_size::int
+            FOR UPDATE SKIP LOCKED))
+      AND expires_at <= now()
+    RETURNING expires_at
+)
+SELECT count(*) AS deleted, COALESCE(max(gone.expires_at), @from_expiry::timestamptz)::timestamptz AS last_expiry
+FROM gone;

@@ -24,8 +24,9 @@ import (
 //     by id, means that orders with reversed lines queue instead of deadlocking.
 //  3. Check every line against the locked stock; one short line rejects the
 //     whole order and takes nothing. Then check the credit limit.
-//  4. Decrement stock, insert the order and its lines, and store the
-//     idempotency record. CHECK (stock >= 0) is the last line of defence.
+//  4. Decrement stock, insert the order and its lines, append order.placed
+//     to the outbox, and store the idempotency record. CHECK (stock >= 0) is
+//     the last line of defence.
 //
 // Codes: forbidden (not a customer), validation_failed (unknown product),
 // insufficient_stock, credit_limit_exceeded, and the key codes.
@@ -103,7 +104,14 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 		if err := tx.Products().AddStock(ctx, take); err != nil {
 			return nil, err
 		}
-		return tx.Orders().Insert(ctx, order)
+		placed, err := tx.Orders().Insert(ctx, order)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Outbox().Append(ctx, orderEvent(EventOrderPlaced, placed)); err != nil {
+			return nil, err
+		}
+		return placed, nil
 	})
 }
 
@@ -154,7 +162,9 @@ func (q Orders) List(ctx context.Context, p Principal, page Page) ([]*domain.Ord
 // ship carrying the same ETag, exactly one matches the version; the other
 // updates zero rows and gets version_conflict. Cancel returns the stock in the
 // same transaction, after the guarded update succeeded, so it happens once;
-// it locks the product rows in id order like placement does. Codes: forbidden
+// it locks the product rows in id order like placement does. The
+// order.cancelled or order.shipped event is appended in the same transaction.
+// Codes: forbidden
 // (a customer shipping), not_found (missing or another customer's order),
 // version_conflict, invalid_transition.
 type TransitionOrder struct{ Tx Transactor }
@@ -224,6 +234,13 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 				return nil, err
 			}
 		}
+		ev := EventOrderShipped
+		if cmd.Move == Cancel {
+			ev = EventOrderCancelled
+		}
+		if err := tx.Outbox().Append(ctx, orderEvent(ev, updated)); err != nil {
+			return nil, err
+		}
 		return updated, nil
 	})
 }
@@ -235,7 +252,8 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 // increment (pattern 2), UPDATE … SET paid_cents = paid_cents + n WHERE
 // paid_cents + n <= total_cents AND status <> 'cancelled', backed by a CHECK
 // constraint; the required key makes a retried payment replay instead of
-// counting twice. Codes: not_found, invalid_transition, overpayment.
+// counting twice. payment.recorded is appended in the same transaction.
+// Codes: not_found, invalid_transition, overpayment.
 type RecordPayment struct{ Tx Transactor }
 
 // RecordPaymentCommand is the input of RecordPayment.
@@ -276,6 +294,12 @@ func (h RecordPayment) Handle(ctx context.Context, cmd RecordPaymentCommand, cal
 				return PaymentRecorded{}, err
 			}
 			return PaymentRecorded{}, domain.Errorf(domain.CodeOverpayment, "payment of %d cents exceeds the remaining balance", cmd.Amount)
+		}
+		if err := tx.Outbox().Append(ctx, Event{Type: EventPaymentRecorded, AggregateID: updated.ID(), Data: PaymentEventData{
+			OrderID: updated.ID(), CustomerID: updated.CustomerID(), AmountCents: int64(cmd.Amount),
+			PaidCents: int64(updated.Paid()), TotalCents: int64(updated.Total()), OrderStatus: updated.Status().String(),
+		}}); err != nil {
+			return PaymentRecorded{}, err
 		}
 		return PaymentRecorded{OrderID: updated.ID(), Amount: cmd.Amount, Paid: updated.Paid()}, nil
 	})

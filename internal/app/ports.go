@@ -41,6 +41,7 @@ type Tx interface {
 	Orders() OrderRepo
 	Actors() ActorRepo
 	Keys() KeyStore
+	Outbox() OutboxRepo
 }
 
 // ProductRepo stores products. Guarded writes return domain errors when their
@@ -91,6 +92,13 @@ type ActorRepo interface {
 	CountOtherActiveStaff(ctx context.Context, id uuid.UUID) (int64, error)
 	Deactivate(ctx context.Context, id uuid.UUID) (domain.Actor, error)
 	ByTokenHash(ctx context.Context, hash []byte) (Principal, error)
+}
+
+// OutboxRepo appends events to the transactional outbox. An event appended in
+// a transaction is published if and only if that transaction commits; a
+// dispatcher delivers it afterwards, outside any transaction.
+type OutboxRepo interface {
+	Append(ctx context.Context, e Event) error
 }
 
 // Page selects one page of a newest-first list: items created before Before

@@ -78,7 +78,8 @@ func (h UpdateProduct) Handle(ctx context.Context, cmd UpdateProductCommand, cal
 // Mechanism: one guarded atomic statement (pattern 2), UPDATE … SET stock =
 // stock + delta WHERE stock + delta >= 0, with no If-Match because
 // adjustments commute; the key (required) makes a retry replay rather than
-// apply twice. CHECK (stock >= 0) backs the guard. Codes: forbidden,
+// apply twice. CHECK (stock >= 0) backs the guard. stock.adjusted is
+// appended in the same transaction. Codes: forbidden,
 // validation_failed, not_found, insufficient_stock.
 type AdjustStock struct{ Tx Transactor }
 
@@ -101,6 +102,11 @@ func (h AdjustStock) Handle(ctx context.Context, cmd AdjustStockCommand, call Ca
 	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (StockAdjusted, error) {
 		p, err := tx.Products().Adjust(ctx, call.Principal.ID, adj)
 		if err != nil {
+			return StockAdjusted{}, err
+		}
+		if err := tx.Outbox().Append(ctx, Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
+			ProductID: p.ID(), SKU: string(p.SKU()), Delta: adj.Delta, Reason: adj.Reason, Stock: p.Stock(), ActorID: call.Principal.ID,
+		}}); err != nil {
 			return StockAdjusted{}, err
 		}
 		return StockAdjusted{Adjustment: adj, Product: p}, nil

@@ -61,6 +61,9 @@ func translate(err error) error {
 	return err
 }
 
+// isNoRows says whether a query found no row, before translation.
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
 // retryable says whether the whole transaction should run again.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -40,21 +39,27 @@ type KeyConfig struct {
 // duplicate gets idempotency_in_progress.
 type keyStore struct{ *store }
 
+// errRecordPurged: the expired record whose conflict stopped the claim's
+// INSERT was deleted by the retention purge before the claim could read or
+// reclaim it. The key is free, so the claim starts over.
+var errRecordPurged = errors.New("idempotency record purged during the claim")
+
+// claimTries bounds how often Claim starts over after errRecordPurged.
+const claimTries = 3
+
 func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
-	// A record can vanish between a failed claim and the read that follows
-	// it (the purge removed it after expiry); then the key is free: claim again.
-	for attempt := 0; ; attempt++ {
-		r, err := s.claim(ctx, k)
-		if errors.Is(err, errRecordGone) && attempt < 2 {
-			continue
+	for try := 1; ; try++ {
+		r, err := s.claimOnce(ctx, k)
+		if !errors.Is(err, errRecordPurged) {
+			return r, err
 		}
-		return r, err
+		if try == claimTries {
+			return nil, &app.KeyInProgressError{RetryAfter: time.Second}
+		}
 	}
 }
 
-var errRecordGone = errors.New("idempotency record vanished during the claim")
-
-func (s keyStore) claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
+func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	if err := s.q.IdempotencySetLockTimeout(ctx, s.db, ms(s.keys.Wait)); err != nil {
 		return nil, translate(err)
 	}
@@ -77,8 +82,8 @@ func (s keyStore) claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	}
 	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
 	rec, err := s.q.IdempotencyGet(ctx, s.db, get)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errRecordGone
+	if isNoRows(err) {
+		return nil, errRecordPurged
 	}
 	if err != nil {
 		return nil, translate(err)
@@ -97,11 +102,9 @@ func (s keyStore) claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 		if n == 1 {
 			return nil, nil
 		}
-		rec, err = s.q.IdempotencyGet(ctx, s.db, get)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, errRecordGone
-		}
-		if err != nil {
+		if rec, err = s.q.IdempotencyGet(ctx, s.db, get); isNoRows(err) {
+			return nil, errRecordPurged
+		} else if err != nil {
 			return nil, translate(err)
 		}
 	}

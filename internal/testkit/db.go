@@ -99,14 +99,18 @@ func server() (string, error) {
 
 // Main runs the tests of a package and then stops the container, also when
 // tests failed. Use it as TestMain: func TestMain(m *testing.M) { testkit.Main(m) }.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it returns the tests' exit code, for a
+// TestMain that checks more once the tests are done (goroutine leaks).
+func Run(m *testing.M) int {
 	code := m.Run()
 	if container != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_ = container.Terminate(ctx)
 		cancel()
 	}
-	os.Exit(code)
+	return code
 }
 
 // template migrates a template database once per server and schema: its name

@@ -16,6 +16,7 @@ type Override struct {
 	Orders    func(inner app.Tx) app.OrderRepo
 	Actors    func(inner app.Tx) app.ActorRepo
 	Keys      func(inner app.Tx) app.KeyStore
+	Outbox    func(inner app.Tx) app.OutboxRepo
 	Isolation func(asked app.Isolation) app.Isolation
 }
 
@@ -63,6 +64,13 @@ func (t overriddenTx) Keys() app.KeyStore {
 		return t.o.Keys(t.Tx)
 	}
 	return t.Tx.Keys()
+}
+
+func (t overriddenTx) Outbox() app.OutboxRepo {
+	if t.o.Outbox != nil {
+		return t.o.Outbox(t.Tx)
+	}
+	return t.Tx.Outbox()
 }
 
 // Conn returns the connection (transaction or pool) behind a Tx, so that a

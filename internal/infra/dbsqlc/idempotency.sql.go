@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -105,6 +106,63 @@ func (q *Queries) IdempotencyGet(ctx context.Context, db DBTX, arg IdempotencyGe
 		&i.Expired,
 	)
 	return i, err
+}
+
+const idempotencyPurgeExpired = `-- name: IdempotencyPurgeExpired :one
+WITH gone AS (
+    DELETE FROM idempotency_keys
+    WHERE ctid = ANY (ARRAY(
+            SELECT k.ctid
+            FROM idempotency_keys k
+            WHERE k.expires_at <= now() AND k.expires_at >= $1::timestamptz
+            ORDER BY k.expires_at
+            LIMIT $2::int
+            FOR UPDATE SKIP LOCKED))
+      AND expires_at <= now()
+    RETURNING expires_at
+)
+SELECT count(*) AS deleted, COALESCE(max(gone.expires_at), $1::timestamptz)::timestamptz AS last_expiry
+FROM gone
+`
+
+type IdempotencyPurgeExpiredParams struct {
+	FromExpiry time.Time
+	BatchSize  int32
+}
+
+type IdempotencyPurgeExpiredRow struct {
+	Deleted    int64
+	LastExpiry time.Time
+}
+
+// Deletes at most @batch_size expired records (EXT.IDEMPOTENCY.RETENTION.001)
+// and returns how many, and the latest expiry among them.
+// SKIP LOCKED: a record that an in-flight request holds (it is reclaiming an
+// expired key) is left alone, so the purge never waits on a request, and a
+// request waits on the purge for one batch at most. The outer expiry check
+// repeats the guard on the row version actually deleted.
+// @from_expiry is a keyset cursor: the previous batch's latest expiry. It
+// keeps each batch from rescanning the index entries of rows that earlier
+// batches deleted, so a batch costs the same at the end of a long purge as
+// at its start.
+func (q *Queries) IdempotencyPurgeExpired(ctx context.Context, db DBTX, arg IdempotencyPurgeExpiredParams) (IdempotencyPurgeExpiredRow, error) {
+	row := db.QueryRow(ctx, idempotencyPurgeExpired, arg.FromExpiry, arg.BatchSize)
+	var i IdempotencyPurgeExpiredRow
+	err := row.Scan(&i.Deleted, &i.LastExpiry)
+	return i, err
+}
+
+const idempotencyPurgeLock = `-- name: IdempotencyPurgeLock :one
+SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.idempotency_purge')) AS locked
+`
+
+// Pattern 6: one replica purges at a time. The lock is per transaction, so
+// each batch takes it again and a replica that dies mid-purge holds nothing.
+func (q *Queries) IdempotencyPurgeLock(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, idempotencyPurgeLock)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
 }
 
 const idempotencyReclaimExpired = `-- name: IdempotencyReclaimExpired :execrows

@@ -58,6 +58,20 @@ type OrderLine struct {
 	UnitPriceCents int64
 }
 
+type OutboxEvent struct {
+	ID          uuid.UUID
+	Type        string
+	AggregateID uuid.UUID
+	Payload     []byte
+	OccurredAt  time.Time
+	State       string
+	Attempts    int32
+	AvailableAt time.Time
+	ClaimedAt   pgtype.Timestamptz
+	DeliveredAt pgtype.Timestamptz
+	LastError   pgtype.Text
+}
+
 type Payment struct {
 	ID          uuid.UUID
 	OrderID     uuid.UUID

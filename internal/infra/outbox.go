@@ -1,0 +1,426 @@
+package infra
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+)
+
+// OutboxConfig sets the dispatcher's behaviour. Zero values take the
+// defaults in brackets, which are also the defaults of the OUTBOX_*
+// environment variables.
+type OutboxConfig struct {
+	// WebhookURL receives each event as a POST. Empty: events are logged
+	// and marked delivered.
+	WebhookURL string
+	// PollInterval is the pause between claims when no full batch was due [500ms].
+	PollInterval time.Duration
+	// BatchSize is how many due events one claim takes [100].
+	BatchSize int
+	// MaxAttempts is how many failed deliveries make an event dead [20].
+	MaxAttempts int
+	// ClaimTimeout is how long a claim may stay unfinished before the reaper
+	// gives its events back [1m]. A live dispatcher stops using a claim
+	// before that (see deliver), so it must exceed 2 × HTTPTimeout.
+	ClaimTimeout time.Duration
+	// HTTPTimeout bounds one POST, response included [10s].
+	HTTPTimeout time.Duration
+	// BackoffBase and BackoffMax shape the retry delay after the n-th failed
+	// attempt: min(BackoffMax, BackoffBase × 2^(n-1)), of which a random
+	// half is added to the other half ("equal jitter") [1s, 15m].
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+}
+
+func (c *OutboxConfig) defaults() {
+	if c.PollInterval <= 0 {
+		c.PollInterval = 500 * time.Millisecond
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 20
+	}
+	if c.HTTPTimeout <= 0 {
+		c.HTTPTimeout = 10 * time.Second
+	}
+	if c.ClaimTimeout <= 0 {
+		c.ClaimTimeout = time.Minute
+	}
+	if c.ClaimTimeout < 2*c.HTTPTimeout {
+		c.ClaimTimeout = 2 * c.HTTPTimeout
+	}
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = time.Second
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = 15 * time.Minute
+	}
+	if c.BackoffMax < c.BackoffBase {
+		c.BackoffMax = c.BackoffBase
+	}
+}
+
+// finishTimeout bounds the statements that record a delivery's outcome. They
+// run on a context that survives shutdown, so that an outcome already known
+// is not lost when the dispatcher is stopped.
+const finishTimeout = 5 * time.Second
+
+// Dispatcher delivers outbox events: it claims due events in batches with
+// FOR UPDATE SKIP LOCKED (pattern 5) and commits the claim, then, outside any
+// transaction, POSTs each event to the webhook and records the outcome with
+// an update guarded by the claim. Any number of dispatchers, in one process
+// or in several replicas, can run at once: a claimed event is invisible to
+// every other claim until its owner finishes or releases it or the reaper
+// takes it back. Delivery is at least once; see docs/events.md.
+type Dispatcher struct {
+	pool    *pgxpool.Pool
+	q       *dbsqlc.Queries
+	log     *slog.Logger
+	cfg     OutboxConfig
+	sink    sink
+	metrics *outboxMetrics
+}
+
+// NewDispatcher returns a dispatcher. Its metrics are registered on reg,
+// when reg is not nil.
+func NewDispatcher(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, cfg OutboxConfig) *Dispatcher {
+	cfg.defaults()
+	d := &Dispatcher{pool: pool, q: dbsqlc.New(), log: log, cfg: cfg, metrics: newOutboxMetrics(pool)}
+	if cfg.WebhookURL == "" {
+		d.sink = logSink{log: log}
+	} else {
+		d.sink = newWebhook(cfg.WebhookURL, cfg.HTTPTimeout)
+	}
+	if reg != nil {
+		d.metrics.register(reg)
+	}
+	return d
+}
+
+// Run dispatches until ctx ends. It returns once the dispatcher holds no
+// claim: an event whose POST was cut short by the shutdown, and the events of
+// its batch not yet tried, are released to pending, their attempt not
+// counted, for another replica or the next start to deliver.
+func (d *Dispatcher) Run(ctx context.Context) {
+	defer d.sink.close()
+	where := d.cfg.WebhookURL
+	if where == "" {
+		where = "the log (OUTBOX_WEBHOOK_URL is not set)"
+	}
+	d.log.Info("outbox dispatcher started", "target", redactURL(where), "batch", d.cfg.BatchSize, "poll", d.cfg.PollInterval)
+	reapEvery := max(d.cfg.ClaimTimeout/4, d.cfg.PollInterval)
+	var lastReap time.Time
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			d.log.Info("outbox dispatcher stopped")
+			return
+		case <-timer.C:
+		}
+		if time.Since(lastReap) >= reapEvery {
+			if _, err := d.Reap(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("outbox reaper", "err", err)
+			}
+			lastReap = time.Now()
+		}
+		r, err := d.dispatch(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("outbox dispatch", "err", err)
+		}
+		wait := d.cfg.PollInterval
+		if err == nil && r.claimed == d.cfg.BatchSize && !r.cut {
+			wait = 0 // a full batch went out: more may be due
+		}
+		timer.Reset(wait)
+	}
+}
+
+// Event is one claimed outbox event.
+type Event struct {
+	ID          uuid.UUID
+	Type        string
+	AggregateID uuid.UUID
+	OccurredAt  time.Time
+	Data        json.RawMessage
+	Attempts    int // including the current one
+}
+
+// Claim is a batch of events taken by one claim. Its events are the
+// dispatcher's to finish until the claim expires.
+type Claim struct {
+	Events []Event
+	at     pgtype.Timestamptz // claimed_at: identifies the claim in every guarded update
+	start  time.Time          // local time before the claim was sent; never later than claimed_at
+}
+
+// Claim takes up to BatchSize due events, oldest first, and commits the
+// claim. It is exported so that tests can play a dispatcher that dies
+// between claiming and delivering.
+//
+// The statement runs to its end even when ctx is cancelled meanwhile: a
+// claim that committed on the server while the client gave up would be
+// orphaned until the reaper. The caller sees the cancellation in deliver and
+// releases the claim at once.
+func (d *Dispatcher) Claim(ctx context.Context) (Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return Claim{}, err
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	start := time.Now()
+	rows, err := d.q.OutboxClaim(qctx, d.pool, int32(d.cfg.BatchSize))
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim: %w", translate(err))
+	}
+	c := Claim{start: start, Events: make([]Event, len(rows))}
+	slices.SortFunc(rows, func(a, b dbsqlc.OutboxClaimRow) int {
+		if n := a.AvailableAt.Compare(b.AvailableAt); n != 0 {
+			return n
+		}
+		return strings.Compare(a.ID.String(), b.ID.String())
+	})
+	for i, r := range rows {
+		c.at = r.ClaimedAt // one statement, one now(): the same for every row
+		c.Events[i] = Event{ID: r.ID, Type: r.Type, AggregateID: r.AggregateID, OccurredAt: r.OccurredAt, Data: r.Payload, Attempts: int(r.Attempts)}
+	}
+	return c, nil
+}
+
+// DispatchOnce claims one batch and delivers it. It returns how many events
+// it claimed.
+func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
+	r, err := d.dispatch(ctx)
+	return r.claimed, err
+}
+
+type round struct {
+	claimed int
+	cut     bool // the batch was not worked to its end
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context) (round, error) {
+	c, err := d.Claim(ctx)
+	if err != nil || len(c.Events) == 0 {
+		return round{}, err
+	}
+	cut, err := d.deliver(ctx, c)
+	return round{claimed: len(c.Events), cut: cut}, err
+}
+
+// Deliver sends a claim's events and records each outcome; see deliver. With
+// Claim, it is the two halves of DispatchOnce, exported so that tests can
+// play a dispatcher that stalls between them.
+func (d *Dispatcher) Deliver(ctx context.Context, c Claim) error {
+	_, err := d.deliver(ctx, c)
+	return err
+}
+
+// deliver sends the claim's events one by one. It stops early, releasing the
+// events not yet tried, when
+//   - ctx ends (shutdown): the POST in flight is abandoned and released too;
+//   - the claim is about to expire: a POST started now could still be
+//     running when the reaper gives the event to another dispatcher;
+//   - a delivery fails transiently: the one receiver is unwell, and the next
+//     poll probes it again with one event instead of spending the batch on it.
+func (d *Dispatcher) deliver(ctx context.Context, c Claim) (cut bool, err error) {
+	finish := context.WithoutCancel(ctx)
+	safeUntil := c.start.Add(d.cfg.ClaimTimeout - d.cfg.HTTPTimeout - d.cfg.ClaimTimeout/10)
+	for i, ev := range c.Events {
+		if ctx.Err() != nil || time.Now().After(safeUntil) {
+			return true, d.release(finish, c, c.Events[i:])
+		}
+		res := d.sink.send(ctx, ev)
+		if !res.ok && ctx.Err() != nil {
+			return true, d.release(finish, c, c.Events[i:])
+		}
+		if err := d.finish(finish, c, ev, res); err != nil {
+			// The outcome could not be recorded; the reaper will give the
+			// event back after the claim timeout and it will be sent again.
+			return true, errors.Join(err, d.release(finish, c, c.Events[i+1:]))
+		}
+		if !res.ok && !res.permanent {
+			return true, d.release(finish, c, c.Events[i+1:])
+		}
+	}
+	return false, nil
+}
+
+// finish records one delivery's outcome, guarded by the claim.
+func (d *Dispatcher) finish(ctx context.Context, c Claim, ev Event, res result) error {
+	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
+	defer cancel()
+	log := d.log.With("event_id", ev.ID, "type", ev.Type, "attempt", ev.Attempts)
+	var n int64
+	var err error
+	switch {
+	case res.ok:
+		d.metrics.delivered.Inc()
+		n, err = d.q.OutboxMarkDelivered(ctx, d.pool, dbsqlc.OutboxMarkDeliveredParams{ID: ev.ID, ClaimedAt: c.at})
+		if err == nil && n == 1 {
+			log.Debug("outbox event delivered")
+		}
+	case res.permanent:
+		d.metrics.failed.WithLabelValues("permanent").Inc()
+		n, err = d.q.OutboxMarkDead(ctx, d.pool, dbsqlc.OutboxMarkDeadParams{ID: ev.ID, ClaimedAt: c.at, LastError: res.err})
+		if err == nil && n == 1 {
+			d.metrics.dead.Inc()
+			log.Error("outbox event dead: the receiver refused it", "err", res.err)
+		}
+	default:
+		d.metrics.failed.WithLabelValues("transient").Inc()
+		delay := max(d.backoff(ev.Attempts), min(res.retryAfter, d.cfg.BackoffMax))
+		var state string
+		state, err = d.q.OutboxRetryLater(ctx, d.pool, dbsqlc.OutboxRetryLaterParams{
+			ID: ev.ID, ClaimedAt: c.at, MaxAttempts: int32(d.cfg.MaxAttempts), BackoffSeconds: delay.Seconds(), LastError: res.err,
+		})
+		if err == nil {
+			n = 1
+			if state == "dead" {
+				d.metrics.dead.Inc()
+				log.Error("outbox event dead: attempts used up", "err", res.err)
+			} else {
+				log.Warn("outbox delivery failed; will retry", "err", res.err, "retry_in", delay.Round(time.Millisecond))
+			}
+		} else if isNoRows(err) {
+			n, err = 0, nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("record outcome of event %s: %w", ev.ID, translate(err))
+	}
+	if n == 0 {
+		log.Warn("outbox claim was reaped before the outcome was recorded; the event may be delivered twice",
+			"claim_age", time.Since(c.start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// release gives back events that were not attempted: pending and due at
+// once, the claim's attempt not counted.
+func (d *Dispatcher) release(ctx context.Context, c Claim, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
+	defer cancel()
+	ids := make([]uuid.UUID, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	n, err := d.q.OutboxRelease(ctx, d.pool, dbsqlc.OutboxReleaseParams{Ids: ids, ClaimedAt: c.at})
+	if err != nil {
+		return fmt.Errorf("release %d events: %w", len(ids), translate(err))
+	}
+	d.log.Debug("outbox events released", "count", n)
+	return nil
+}
+
+// Reap gives back events whose claim is older than ClaimTimeout: their
+// dispatcher died or stalled. An event whose attempts are used up goes dead
+// instead, so that an event that crashes every dispatcher stops circulating.
+func (d *Dispatcher) Reap(ctx context.Context) (int, error) {
+	rows, err := d.q.OutboxReap(ctx, d.pool, dbsqlc.OutboxReapParams{
+		MaxAttempts: int32(d.cfg.MaxAttempts), ClaimTimeoutSeconds: d.cfg.ClaimTimeout.Seconds(),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reap: %w", translate(err))
+	}
+	for _, r := range rows {
+		d.metrics.reaped.Inc()
+		if r.State == "dead" {
+			d.metrics.dead.Inc()
+		}
+	}
+	if len(rows) > 0 {
+		d.log.Warn("outbox reaper released expired claims", "count", len(rows))
+	}
+	return len(rows), nil
+}
+
+// backoff is the delay after the attempts-th failed attempt.
+func (d *Dispatcher) backoff(attempts int) time.Duration {
+	limit := d.cfg.BackoffMax
+	if attempts < 63 {
+		if b := d.cfg.BackoffBase << (attempts - 1); b > 0 && b < limit {
+			limit = b
+		}
+	}
+	half := limit / 2
+	return half + time.Duration(rand.Int64N(int64(limit-half)+1))
+}
+
+// outboxMetrics are the dispatcher's Prometheus metrics.
+type outboxMetrics struct {
+	delivered prometheus.Counter
+	failed    *prometheus.CounterVec
+	dead      prometheus.Counter
+	reaped    prometheus.Counter
+	oldest    prometheus.Collector
+}
+
+func newOutboxMetrics(pool *pgxpool.Pool) *outboxMetrics {
+	return &outboxMetrics{
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersvc_outbox_delivered_total",
+			Help: "Outbox events accepted by the receiver (2xx), or logged when no webhook is set. At least once: a redelivery counts again.",
+		}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersvc_outbox_failed_total",
+			Help: "Failed outbox deliveries: kind=transient (timeout, connection error, 408, 429, 5xx; retried) or permanent (other 3xx/4xx; dead).",
+		}, []string{"kind"}),
+		dead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersvc_outbox_dead_total",
+			Help: "Outbox events that went dead: refused permanently or out of attempts. See `api outbox dead`.",
+		}),
+		reaped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersvc_outbox_reaped_total",
+			Help: "Outbox events whose claim expired and that the reaper gave back.",
+		}),
+		oldest: &oldestPending{pool: pool, q: dbsqlc.New(), desc: prometheus.NewDesc(
+			"ordersvc_outbox_oldest_pending_age_seconds",
+			"Age of the oldest pending outbox event (0 when none), read from the database at scrape time.", nil, nil)},
+	}
+}
+
+func (m *outboxMetrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(m.delivered, m.failed, m.dead, m.reaped, m.oldest)
+}
+
+// oldestPending computes its gauge at scrape time, so that its cost follows
+// the scrape interval rather than the number of replicas and their polls.
+// When the database does not answer in time, the series is left out of the
+// scrape rather than reported as a made-up value.
+type oldestPending struct {
+	pool *pgxpool.Pool
+	q    *dbsqlc.Queries
+	desc *prometheus.Desc
+}
+
+func (o *oldestPending) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
+
+func (o *oldestPending) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	age, err := o.q.OutboxOldestPendingAgeSeconds(ctx, o.pool)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, age)
+}

@@ -1,0 +1,31 @@
+package infra
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+)
+
+// outboxRepo implements app.OutboxRepo: it inserts the event in the store's
+// transaction, so that it commits or rolls back with the change it reports.
+// The dispatcher (outbox.go) delivers it after the commit.
+type outboxRepo struct{ *store }
+
+func (r outboxRepo) Append(ctx context.Context, e app.Event) error {
+	payload, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", e.Type, err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	return translate(r.q.OutboxInsert(ctx, r.db, dbsqlc.OutboxInsertParams{
+		ID: id, Type: e.Type.String(), AggregateID: e.AggregateID, Payload: payload,
+	}))
+}
