@@ -120,3 +120,13 @@ func idempotencyKey(r *http.Request, p app.Principal, operation string, rule key
 	}
 	return &app.Key{ActorID: p.ID, Operation: operation, Value: value, Fingerprint: fp}, nil
 }
+
+// keyPresent answers 400 idempotency_key_required, before the body is read,
+// when an operation that requires a key was sent without one.
+func (s *Server) keyPresent(w http.ResponseWriter, r *http.Request) bool {
+	if _, present, _ := parseKey(r.Header.Values("Idempotency-Key")); !present {
+		s.writeProblem(w, r, problem(codeKeyRequired, "this operation requires an Idempotency-Key header"))
+		return false
+	}
+	return true
+}

@@ -62,8 +62,7 @@ type orderLineIn struct {
 
 func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 	pr := principal(r)
-	if _, present, _ := parseKey(r.Header.Values("Idempotency-Key")); !present {
-		s.writeProblem(w, r, problem(codeKeyRequired, "this operation requires an Idempotency-Key header"))
+	if !s.keyPresent(w, r) {
 		return
 	}
 	var in placeOrderIn
@@ -198,8 +197,7 @@ func (s *Server) recordPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pr := principal(r)
-	if _, present, _ := parseKey(r.Header.Values("Idempotency-Key")); !present {
-		s.writeProblem(w, r, problem(codeKeyRequired, "this operation requires an Idempotency-Key header"))
+	if !s.keyPresent(w, r) {
 		return
 	}
 	var in paymentIn

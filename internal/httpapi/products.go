@@ -153,8 +153,7 @@ func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pr := principal(r)
-	if _, present, _ := parseKey(r.Header.Values("Idempotency-Key")); !present {
-		s.writeProblem(w, r, problem(codeKeyRequired, "this operation requires an Idempotency-Key header"))
+	if !s.keyPresent(w, r) {
 		return
 	}
 	var in adjustStockIn

@@ -266,9 +266,16 @@ func (e *Env) QueryInt(sql string, args ...any) int64 {
 // summed over the series whose labels include the given name, value pairs.
 func (e *Env) Metric(name string, labels ...string) float64 {
 	e.T.Helper()
-	families, err := e.Registry.Gather()
+	return Metric(e.T, e.Registry, name, labels...)
+}
+
+// Metric returns the value of a counter or gauge in reg, summed over the
+// series whose labels include the given name, value pairs.
+func Metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
 	if err != nil {
-		e.T.Fatalf("gather metrics: %v", err)
+		t.Fatalf("gather metrics: %v", err)
 	}
 	var sum float64
 	for _, f := range families {
@@ -288,12 +295,7 @@ func (e *Env) Metric(name string, labels ...string) float64 {
 					continue series
 				}
 			}
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum
