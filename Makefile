@@ -62,12 +62,16 @@ down: ## Stop the compose stack and drop its volume.
 	$(COMPOSE) down -v
 
 .PHONY: images
-images: ## Build the local stand-ins for upstream images (machines with no registry).
-	deploy/build-local-images.sh
+images: ## Build local stand-ins for upstream images (no registry); prints the exports.
+	bash deploy/build-local-images.sh
 
 .PHONY: smoke
-smoke: ## Compose smoke test against locally built images.
-	deploy/compose-smoke.sh
+smoke: ## Compose smoke test (export the image overrides first on a machine with no registry).
+	bash deploy/compose-smoke.sh
+
+.PHONY: smoke-local
+smoke-local: ## Build the local images, then run the compose smoke test with them.
+	e=$$(bash deploy/build-local-images.sh) && eval "$$e" && bash deploy/compose-smoke.sh
 
 .PHONY: bench
 bench: ## Benchmark the service against pgbench; writes docs/bench/REPORT.md.

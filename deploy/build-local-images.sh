@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Builds, from Debian's packages and the host's Go toolchain, the images this
+# project would otherwise pull from a registry, for machines that reach no
+# container registry. See deploy/README.md.
+#
+#   eval "$(deploy/build-local-images.sh)"     # progress on stderr, exports on stdout
+#
+# Idempotent: an image is rebuilt only when it is missing or its inputs changed
+# (label ordersvc.local.inputs). The debootstrap rootfs is cached as a tarball
+# in $ORDERSVC_IMAGE_CACHE (default /var/cache/ordersvc-local-images).
+# Needs root (debootstrap) and a running Docker engine.
+#
+# Environment:
+#   ORDERSVC_IMAGE_CACHE  cache directory for the rootfs tarball
+#   LOCAL_IMAGE_PREFIX    image name prefix [ordersvc-local]
+#   DEBIAN_MIRROR         Debian mirror URL; default: read from apt's configuration
+#   GOROOT_HOST           Go toolchain copied into the Go image [$(go env GOROOT)]
+#   REBUILD=1             drop the cached rootfs and rebuild every image
+set -Eeuo pipefail
+shopt -s nullglob
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+suite=bookworm
+cache=${ORDERSVC_IMAGE_CACHE:-/var/cache/ordersvc-local-images}
+prefix=${LOCAL_IMAGE_PREFIX:-ordersvc-local}
+goroot=${GOROOT_HOST:-$(go env GOROOT 2>/dev/null || echo /usr/local/go)}
+go_version=$(sed -n '1s/^go//p' "$goroot/VERSION")
+rootfs_tar=$cache/rootfs-$suite-minbase.tar
+
+base_image=$prefix/debian:$suite
+postgres_image=$prefix/postgres:15
+go_image=$prefix/golang:$go_version-$suite
+runtime_image=$prefix/static:nonroot
+
+log() { printf 'build-local-images: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+inputs_hash() { sha256sum | cut -c1-16; }
+# up_to_date IMAGE HASH: the image exists and was built from the same inputs.
+up_to_date() {
+	[ "$(docker image inspect -f '{{index .Config.Labels "ordersvc.local.inputs"}}' "$1" 2>/dev/null)" = "$2" ]
+}
+image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
+stale=() # images replaced by this run, removed at the end
+
+[ "$(id -u)" = 0 ] || die "run as root (debootstrap needs it)"
+docker info >/dev/null 2>&1 || die "no Docker engine answers"
+[ -n "$go_version" ] || die "no Go toolchain at $goroot"
+mkdir -p "$cache"
+
+if [ "${REBUILD:-0}" = 1 ]; then
+	log "REBUILD=1: removing cached rootfs and local images"
+	rm -f "$rootfs_tar"
+	docker image rm -f "$runtime_image" "$go_image" "$postgres_image" "$base_image" >/dev/null 2>&1 || true
+fi
+
+# Debian sources as apt on this host has them: "URI SUITE" lines, Packages indexes only.
+apt_sources() {
+	# shellcheck disable=SC2016 # $(...) are apt's format fields
+	apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 'Identifier: Packages' 2>/dev/null | sort -u
+}
+
+# 1. Base image: a debootstrap minbase rootfs (cached), imported as one layer.
+base_hash=$(printf '%s minbase ca-certificates,tzdata v1' "$suite" | inputs_hash)
+if ! up_to_date "$base_image" "$base_hash"; then
+	if [ ! -s "$rootfs_tar" ]; then
+		mirror=${DEBIAN_MIRROR:-$(apt_sources | awk -v s="$suite" '$2 == s { print $1; exit }')}
+		security=$(apt_sources | awk -v s="$suite-security" '$2 == s { print $1; exit }')
+		updates=$(apt_sources | awk -v s="$suite-updates" '$2 == s { print $1; exit }')
+		[ -n "$mirror" ] || die "no '$suite' source in apt's configuration; set DEBIAN_MIRROR"
+		if ! command -v debootstrap >/dev/null; then
+			log "installing debootstrap"
+			apt-get update -qq >&2
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2
+		fi
+		work=$(mktemp -d "$cache/rootfs.XXXXXX")
+		trap 'rm -rf "$work"' EXIT
+		log "debootstrap --variant=minbase $suite from $mirror (about a minute)"
+		debootstrap --variant=minbase --include=ca-certificates,tzdata "$suite" "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+			{ tail -n 30 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
+		{
+			echo "deb $mirror $suite main"
+			[ -z "$updates" ] || echo "deb $updates $suite-updates main"
+			[ -z "$security" ] || echo "deb $security $suite-security main"
+		} >"$work/rootfs/etc/apt/sources.list"
+		rm -rf "$work"/rootfs/var/cache/apt/archives/*.deb "$work"/rootfs/var/cache/apt/*.bin "$work"/rootfs/var/lib/apt/lists/*
+		tar -C "$work/rootfs" --numeric-owner --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' \
+			-cf "$rootfs_tar.tmp" .
+		mv "$rootfs_tar.tmp" "$rootfs_tar"
+		rm -rf "$work"
+		trap - EXIT
+	fi
+	log "importing $base_image from $rootfs_tar"
+	stale+=("$(image_id "$base_image")")
+	docker import -c 'ENV LANG=C.UTF-8' -c 'CMD ["bash"]' \
+		-c "LABEL ordersvc.local.inputs=$base_hash" "$rootfs_tar" "$base_image" >/dev/null
+fi
+base_id=$(image_id "$base_image")
+
+# build IMAGE HASH [docker build args...]: build with the inputs label, base image as BASE_IMAGE.
+build() {
+	local image=$1 hash=$2
+	shift 2
+	local out=$cache/build-${image//[\/:]/_}.log
+	log "building $image (log: $out)"
+	stale=("$(image_id "$image")" "${stale[@]}")
+	docker build --network host --build-arg "BASE_IMAGE=$base_image" \
+		--label "ordersvc.local.inputs=$hash" -t "$image" "$@" >"$out" 2>&1 ||
+		{ tail -n 40 "$out" >&2; die "building $image failed"; }
+}
+
+# 2. PostgreSQL from Debian's postgresql-15 (apt runs inside the build, on the host's network).
+pg_dir=$here/local-images/postgres
+pg_hash=$(printf '%s' "$base_id" | cat - "$pg_dir/Dockerfile" "$pg_dir/docker-entrypoint.sh" | inputs_hash)
+up_to_date "$postgres_image" "$pg_hash" || build "$postgres_image" "$pg_hash" "$pg_dir"
+
+# 3. Go build image: base + the host's GOROOT + the host's locally added CA certificates.
+go_dir=$here/local-images/golang
+ca_dir=$(mktemp -d)
+trap 'rm -rf "$ca_dir"' EXIT
+for crt in /usr/local/share/ca-certificates/*.crt; do cp "$crt" "$ca_dir"/; done
+go_hash=$(printf '%s %s' "$base_id" "$go_version" | cat - "$go_dir/Dockerfile" "$ca_dir"/* | inputs_hash)
+if ! up_to_date "$go_image" "$go_hash"; then
+	# Context streamed as a tar so GOROOT need not be copied first.
+	tar -c -C "$go_dir" Dockerfile \
+		-C "$(dirname "$ca_dir")" --transform "s|^$(basename "$ca_dir")|local-ca|" "$(basename "$ca_dir")" \
+		-C "$(dirname "$goroot")" --transform "s|^$(basename "$goroot")|go|" "$(basename "$goroot")" |
+		build "$go_image" "$go_hash" -
+fi
+
+# 4. Runtime image standing in for distroless static:nonroot.
+st_dir=$here/local-images/static
+st_hash=$(printf '%s' "$base_id" | cat - "$st_dir"/* | inputs_hash)
+up_to_date "$runtime_image" "$st_hash" || build "$runtime_image" "$st_hash" "$st_dir"
+
+# Leftovers: replaced images (derived ones first), and intermediate stages
+# built FROM the base image, which carry its label.
+current=" $(image_id "$runtime_image") $(image_id "$go_image") $(image_id "$postgres_image") $base_id "
+for id in "${stale[@]}"; do
+	[ -z "$id" ] || [[ $current == *" $id "* ]] || docker image rm "$id" >/dev/null 2>&1 || true
+done
+docker image prune -f --filter "label=ordersvc.local.inputs=$base_hash" >/dev/null
+
+log "ready: $base_image $postgres_image $go_image $runtime_image"
+# Ryuk's image cannot be pulled either. With a local engine, the host override
+# keeps testcontainers on loopback: where /.dockerenv exists it would otherwise
+# take the default gateway for the Docker host.
+cat <<EOF
+export POSTGRES_IMAGE=$postgres_image
+export TEST_POSTGRES_IMAGE=$postgres_image
+export GO_IMAGE=$go_image
+export RUNTIME_IMAGE=$runtime_image
+export TESTCONTAINERS_RYUK_DISABLED=true
+EOF
+case ${DOCKER_HOST:-unix://} in unix://*) echo 'export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1' ;; esac
