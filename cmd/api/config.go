@@ -33,6 +33,16 @@ type config struct {
 	DBLockTimeout      time.Duration
 	DBIdleInTxTimeout  time.Duration
 	ShutdownTimeout    time.Duration
+
+	// PprofAddr, when set, serves net/http/pprof on its own listener (for
+	// example 127.0.0.1:6060). Off by default: profiles expose internals.
+	PprofAddr string
+	// BenchDisableIdempotency is for benchmarks ONLY (BENCH_DISABLE_IDEMPOTENCY=1):
+	// order placement still requires and validates the Idempotency-Key
+	// header but neither claims nor stores a record, so a retried request
+	// places a second order. It exists to measure what the keys cost and
+	// must never be set in a real deployment.
+	BenchDisableIdempotency bool
 }
 
 // setting documents one environment variable; the README's configuration
@@ -78,6 +88,17 @@ var settings = []setting{
 	{"DB_LOCK_TIMEOUT", "2s", durationInto(func(c *config) *time.Duration { return &c.DBLockTimeout })},
 	{"DB_IDLE_IN_TX_TIMEOUT", "30s", durationInto(func(c *config) *time.Duration { return &c.DBIdleInTxTimeout })},
 	{"SHUTDOWN_TIMEOUT", "20s", durationInto(func(c *config) *time.Duration { return &c.ShutdownTimeout })},
+	{"PPROF_ADDR", "", func(c *config, v string) error { c.PprofAddr = v; return nil }},
+	{"BENCH_DISABLE_IDEMPOTENCY", "", func(c *config, v string) error {
+		switch strings.ToLower(v) {
+		case "1", "true":
+			c.BenchDisableIdempotency = true
+		case "0", "false":
+		default:
+			return fmt.Errorf("must be 1 or 0")
+		}
+		return nil
+	}},
 }
 
 func durationInto(field func(*config) *time.Duration) func(*config, string) error {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -105,8 +106,9 @@ func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, 
 }
 
 // newHandler wires the use cases to the HTTP API.
-func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry) http.Handler {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx)})
+func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config) http.Handler {
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx),
+		BenchDisableIdempotency: c.BenchDisableIdempotency})
 }
 
 // serve runs the HTTP server until ctx ends, then drains in-flight requests
@@ -133,7 +135,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", c.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           newHandler(runner, runner.Ping, log, reg),
+		Handler:           newHandler(runner, runner.Ping, log, reg, c),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -141,6 +143,16 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("listening", "addr", ln.Addr().String())
+	if c.BenchDisableIdempotency {
+		log.Warn("BENCH_DISABLE_IDEMPOTENCY is set: order placement ignores Idempotency-Key, retries place duplicate orders; benchmarks only")
+	}
+	if c.PprofAddr != "" {
+		stopPprof, err := servePprof(c.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
@@ -170,6 +182,25 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// servePprof serves the runtime profiles on their own listener, never on the
+// API's: they reveal internals and are for operators only (PPROF_ADDR).
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on PPROF_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	log.Warn("serving pprof", "addr", ln.Addr().String())
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
 }
 
 // startWorkers starts the background workers, the outbox dispatcher and the

@@ -31,6 +31,13 @@ type Deps struct {
 	Registry *prometheus.Registry
 	Ready    func(context.Context) error
 	App      app.UseCases
+
+	// BenchDisableIdempotency is for benchmarks ONLY: POST /v1/orders still
+	// requires and validates the Idempotency-Key header, so every 400 of the
+	// contract is unchanged, but no record is claimed or stored and no
+	// fingerprint is computed; a retry places a second order. It measures
+	// what the keys cost (BENCH_DISABLE_IDEMPOTENCY, off by default).
+	BenchDisableIdempotency bool
 }
 
 // Server is the HTTP API.
@@ -41,11 +48,14 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	router  chi.Router
+
+	benchNoKeys bool
 }
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
-	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry)}
+	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
+		benchNoKeys: d.BenchDisableIdempotency}
 	s.router = s.routes()
 	return s
 }
