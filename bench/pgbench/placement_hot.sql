@@ -1,0 +1,64 @@
+-- One order placement exactly as the service sends it to PostgreSQL
+-- (internal/app/orders.go PlaceOrder inside app.execute, statement text from
+-- internal/infra/dbsqlc), minus HTTP, authentication and Go. The service's
+-- statement log (log_statement=all, see REPORT.md) lists the same statements
+-- in the same order. Differences, all small: parameters are computed on the
+-- server from pgbench variables (bench_pid, sha256, ARRAY slices) where the
+-- service binds ready values; the order id comes from bench_uuidv7() on the
+-- server, the service makes a UUIDv7 in Go; the total and the stored response
+-- are of the same size but not computed from the locked prices.
+--
+-- hot: every client orders the first hot product, or both, one unit each.
+\set n random(1, 2)
+\set p1 100001
+\set p2 100002
+\set p3 100003
+\set q1 1
+\set q2 1
+\set q3 1
+\set d1 -1 * :q1
+\set d2 -1 * :q2
+\set d3 -1 * :q3
+\set total 500 * (:q1 + :q2 + :q3)
+\set cust 900000 + :client_id
+\set k random(1, 9000000000000000000)
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT set_config('lock_timeout', '5000'::text, true);
+INSERT INTO idempotency_keys (actor_id, operation, key, fingerprint, state, expires_at)
+VALUES (bench_pid(:cust), 'placeOrder', 'pgb-' || :k, sha256(('pgb-' || :k)::bytea), 'in_progress',
+        now() + make_interval(secs => 86400::float8))
+ON CONFLICT (actor_id, operation, key) DO NOTHING;
+SELECT set_config('lock_timeout', '2000'::text, true);
+SELECT credit_limit_cents, active FROM actors WHERE id = bench_pid(:cust) FOR UPDATE;
+SELECT id, price_cents, stock
+FROM products
+WHERE id = ANY((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)])
+ORDER BY id
+FOR UPDATE;
+SELECT COALESCE(sum(total_cents - paid_cents), 0)::bigint AS outstanding
+FROM orders
+WHERE customer_id = bench_pid(:cust) AND status IN ('placed', 'shipped');
+UPDATE products p
+SET stock      = p.stock + d.delta,
+    version    = p.version + 1,
+    updated_at = now()
+FROM (SELECT unnest((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)]) AS id,
+             unnest((ARRAY[:d1::bigint, :d2::bigint, :d3::bigint])[1:(:n)]) AS delta) AS d
+WHERE p.id = d.id;
+INSERT INTO orders (id, customer_id, status, total_cents)
+VALUES (bench_uuidv7(), bench_pid(:cust), 'placed', :total)
+RETURNING id AS oid, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+\gset
+INSERT INTO order_lines (order_id, line_no, product_id, quantity, unit_price_cents)
+SELECT :oid::uuid,
+       unnest((ARRAY[1, 2, 3])[1:(:n)]),
+       unnest((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)]),
+       unnest((ARRAY[:q1::int, :q2::int, :q3::int])[1:(:n)]),
+       unnest((ARRAY[500, 500, 500]::bigint[])[1:(:n)]);
+UPDATE idempotency_keys
+SET state            = 'completed',
+    response_status  = 201,
+    response_headers = ('{"ETag": "\"v1\"", "Location": "/v1/orders/' || :oid || '", "Content-Type": "application/json"}')::jsonb,
+    response_body    = convert_to('{"id":"' || :oid || '","customer_id":"' || bench_pid(:cust) || '","status":"placed","lines":[' || rtrim(repeat('{"product_id":"00000000-0000-7000-8000-000000000000","quantity":1,"unit_price_cents":500},', :n), ',') || '],"total_cents":' || :total || ',"paid_cents":0,"created_at":"2026-01-01T00:00:00.000000Z","updated_at":"2026-01-01T00:00:00.000000Z"}', 'UTF8')
+WHERE actor_id = bench_pid(:cust) AND operation = 'placeOrder' AND key = 'pgb-' || :k;
+COMMIT;

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# bench/run.sh — the recipe behind `make bench` (issue #6).
+#
+# Starts a throwaway PostgreSQL (initdb in a temp dir, as CI does), builds and
+# migrates the service, creates the customers with `api actor create`, seeds
+# 10,000 products, then runs cmd/benchrun: every scenario at every
+# concurrency for a fixed time, pgbench's ceiling scripts alternating with
+# the service runs, the invariants after every run. Writes
+# docs/bench/REPORT.md (generated section), docs/bench/throughput.png,
+# docs/bench/history/$BENCH_LABEL.json, and raw outputs in docs/bench/raw/.
+# Exits non-zero when a run broke an invariant (FAILED).
+#
+# Knobs (environment): BENCH_DURATION [10s] BENCH_WARMUP [2s]
+#   BENCH_CONCURRENCY [1,8,32] BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys]
+#   BENCH_LABEL [current] BENCH_CUSTOMERS [64] BENCH_API_ENV ["KEY=VAL ..."]
+#   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
+#   BENCH_KEEP=1 keeps the temp dir (server stopped) for inspection.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-2s}
+CONCURRENCY=${BENCH_CONCURRENCY:-1,8,32}
+SCENARIOS=${BENCH_SCENARIOS:-spread,hot,replay,storm,mixed,nokeys}
+LABEL=${BENCH_LABEL:-current}
+CUSTOMERS=${BENCH_CUSTOMERS:-64}
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+PGBENCH=${PGBENCH:-$(command -v pgbench || echo "$PGBIN/pgbench")}
+OUT=$ROOT/docs/bench
+RAW=$OUT/raw
+START=$(date +%s)
+
+mkdir -p "$RAW"
+WORK=$(mktemp -d /tmp/ordersvc-bench.XXXXXX)
+chmod 755 "$WORK"
+asdb() { "$@"; }
+if [ "$(id -u)" = 0 ]; then
+  # PostgreSQL refuses to run as root: run the server as postgres.
+  chown postgres "$WORK"
+  asdb() { runuser -u postgres -- "$@"; }
+fi
+
+cleanup() {
+  asdb "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true
+  cp "$WORK/pg.log" "$RAW/postgres-$LABEL.log" 2>/dev/null || true
+  if [ "${BENCH_KEEP:-0}" != 1 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
+}
+trap cleanup EXIT
+
+# A free port for the server, below the ephemeral range so that no client
+# socket of another process holds it.
+PORT=${BENCH_PG_PORT:-25450}
+while ss -Htan "( sport = :$PORT )" 2>/dev/null | grep -q . || (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do
+  PORT=$((PORT + 1))
+done
+
+echo "== PostgreSQL in $WORK on 127.0.0.1:$PORT"
+asdb "$PGBIN/initdb" -D "$WORK/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
+# Durability off, as in CI: the benchmark measures CPU and round trips, not
+# the disk; commits cost the same for the service and for pgbench.
+asdb "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w -o "-p $PORT -k $WORK \
+  -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB \
+  -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+  -c log_line_prefix='%m [%p] %a %c:%l '" start >/dev/null
+DB=postgres://postgres@127.0.0.1:$PORT/ordersvc?sslmode=disable
+psql -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c 'CREATE DATABASE ordersvc'
+
+echo "== build"
+(cd "$ROOT" && go build -o "$WORK/api" ./cmd/api)
+(cd "$ROOT/bench" && go build -o "$WORK/benchrun" ./cmd/benchrun)
+
+echo "== migrate, create $CUSTOMERS customers"
+DATABASE_URL=$DB "$WORK/api" migrate up >/dev/null
+: >"$RAW/customers.jsonl"
+for i in $(seq 1 "$CUSTOMERS"); do
+  DATABASE_URL=$DB "$WORK/api" actor create --name "bench customer $i" --role customer \
+    --credit-limit-cents 100000000000 >>"$RAW/customers.jsonl"
+done
+DATABASE_URL=$DB "$WORK/api" actor create --name "bench staff" --role staff >"$RAW/staff.json"
+
+echo "== benchmark ($SCENARIOS at $CONCURRENCY, $DURATION each)"
+read -r -a API_ENV <<<"${BENCH_API_ENV:-}"
+ENV_FLAGS=()
+for kv in "${API_ENV[@]}"; do ENV_FLAGS+=(-api-env "$kv"); done
+PPROF_FLAGS=()
+if [ -n "${BENCH_PPROF:-}" ]; then PPROF_FLAGS=(-pprof "$BENCH_PPROF"); fi
+status=0
+(cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \
+  -customers "$RAW/customers.jsonl" -pgbench "$PGBENCH" -scripts bench/pgbench \
+  -out "$OUT" -raw "$RAW" -label "$LABEL" -commit "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  -duration "$DURATION" -warmup "$WARMUP" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
+  ${ENV_FLAGS[@]+"${ENV_FLAGS[@]}"} ${PPROF_FLAGS[@]+"${PPROF_FLAGS[@]}"}) || status=$?
+
+echo "== done in $(( $(date +%s) - START ))s; report: docs/bench/REPORT.md"
+exit $status
