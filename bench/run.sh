@@ -15,6 +15,9 @@
 #   BENCH_LABEL [current] BENCH_CUSTOMERS [64] BENCH_API_ENV ["KEY=VAL ..."]
 #   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
 #   BENCH_KEEP=1 keeps the temp dir (server stopped) for inspection.
+#   BENCH_API_SRC [repo root] builds the service from another checkout (e.g. a
+#   worktree at an earlier commit) while the harness stays this one, so that
+#   optimisation steps are measured by the same benchmark.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,7 +69,8 @@ DB=postgres://postgres@127.0.0.1:$PORT/ordersvc?sslmode=disable
 psql -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c 'CREATE DATABASE ordersvc'
 
 echo "== build"
-(cd "$ROOT" && go build -o "$WORK/api" ./cmd/api)
+API_SRC=${BENCH_API_SRC:-$ROOT}
+(cd "$API_SRC" && go build -o "$WORK/api" ./cmd/api)
 (cd "$ROOT/bench" && go build -o "$WORK/benchrun" ./cmd/benchrun)
 
 echo "== migrate, create $CUSTOMERS customers"
@@ -87,7 +91,7 @@ if [ -n "${BENCH_PPROF:-}" ]; then PPROF_FLAGS=(-pprof "$BENCH_PPROF"); fi
 status=0
 (cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \
   -customers "$RAW/customers.jsonl" -pgbench "$PGBENCH" -scripts bench/pgbench \
-  -out "$OUT" -raw "$RAW" -label "$LABEL" -commit "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  -out "$OUT" -raw "$RAW" -label "$LABEL" -commit "$(git -C "$API_SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   -duration "$DURATION" -warmup "$WARMUP" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
   ${ENV_FLAGS[@]+"${ENV_FLAGS[@]}"} ${PPROF_FLAGS[@]+"${PPROF_FLAGS[@]}"}) || status=$?
 
