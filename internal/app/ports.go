@@ -142,7 +142,9 @@ type KeyStore interface {
 	// returns the receipt of the completed request that holds it. A duplicate
 	// that is still in flight is waited for; see ErrKeyInProgress.
 	Claim(ctx context.Context, k Key) (*Receipt, error)
-	// Complete stores the receipt on the claimed key.
+	// Complete stores the receipt on the claimed key. It is the last
+	// statement of the transaction, and an implementation may send it with
+	// the COMMIT; its error then comes out of Transactor.InTx.
 	Complete(ctx context.Context, k Key, r Receipt) error
 }
 

@@ -123,15 +123,24 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error
 	return r, nil
 }
 
+// Complete stores the receipt on the claimed key. In a transaction the
+// UPDATE is sent together with COMMIT, in the same round trip; if it fails,
+// the commit fails and nothing of the request is kept.
 func (s keyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) error {
 	headers, err := json.Marshal(r.Header)
 	if err != nil {
 		return err
 	}
-	return translate(s.q.IdempotencyComplete(ctx, s.db, dbsqlc.IdempotencyCompleteParams{
+	p := dbsqlc.IdempotencyCompleteParams{
 		ActorID: k.ActorID, Operation: k.Operation, Key: k.Value,
 		ResponseStatus:  pgtype.Int4{Int32: int32(r.Status), Valid: true},
 		ResponseHeaders: headers,
 		ResponseBody:    r.Body,
-	}))
+	}
+	if tx, ok := s.db.(*pipeTx); ok {
+		tx.atCommit(dbsqlc.IdempotencyCompleteSQL,
+			p.ResponseStatus, p.ResponseHeaders, p.ResponseBody, p.ActorID, p.Operation, p.Key)
+		return nil
+	}
+	return translate(s.q.IdempotencyComplete(ctx, s.db, p))
 }

@@ -14,7 +14,7 @@ import (
 
 // store binds the sqlc queries to one transaction, or to the pool.
 type store struct {
-	db   dbsqlc.DBTX
+	db   dbtx
 	q    *dbsqlc.Queries
 	keys KeyConfig
 }

@@ -103,20 +103,22 @@ func (r *Runner) backoff(attempt int) time.Duration {
 }
 
 func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx context.Context, tx app.Tx) error) (err error) {
-	tx, err := r.pool.BeginTx(ctx, opts)
+	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	defer conn.Release()
+	tx := newPipeTx(conn, opts)
 	defer func() {
 		if err != nil {
 			// The request may be gone; the rollback must still happen.
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			tx.rollback(context.WithoutCancel(ctx))
 		}
 	}()
 	if err = fn(ctx, r.bind(tx)); err != nil {
 		return err
 	}
-	if err = tx.Commit(ctx); err != nil {
+	if err = tx.commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -125,7 +127,7 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 // Read returns repositories that run each statement on the pool.
 func (r *Runner) Read() app.Tx { return r.bind(r.pool) }
 
-func (r *Runner) bind(db dbsqlc.DBTX) *store {
+func (r *Runner) bind(db dbtx) *store {
 	return &store{db: db, q: r.q, keys: r.keys}
 }
 

@@ -1,0 +1,20 @@
+package dbsqlc
+
+// The text of generated queries that internal/infra sends several at a time
+// in one pgx.Batch (one network round trip). Arguments and result columns
+// are exactly those of the generated method of the same name. Hand-written:
+// sqlc does not touch this file, and a query renamed or removed in
+// db/queries breaks the build here.
+const (
+	ActorByTokenHashSQL          = actorByTokenHash
+	ActorLockForOrderSQL         = actorLockForOrder
+	ActorOutstandingCentsSQL     = actorOutstandingCents
+	IdempotencySetLockTimeoutSQL = idempotencySetLockTimeout
+	IdempotencyClaimSQL          = idempotencyClaim
+	IdempotencyGetSQL            = idempotencyGet
+	IdempotencyCompleteSQL       = idempotencyComplete
+	ProductsLockForUpdateSQL     = productsLockForUpdate
+	ProductsAddStockSQL          = productsAddStock
+	OrderInsertSQL               = orderInsert
+	OrderLinesInsertSQL          = orderLinesInsert
+)
