@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -60,33 +61,29 @@ func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 }
 
 func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error) {
-	if err := s.q.IdempotencySetLockTimeout(ctx, s.db, ms(s.keys.Wait)); err != nil {
-		return nil, translate(err)
-	}
-	n, err := s.q.IdempotencyClaim(ctx, s.db, dbsqlc.IdempotencyClaimParams{
-		ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:],
-		TtlSeconds: s.keys.TTL.Seconds(),
-	})
-	if err != nil {
+	// One round trip: bound the wait, claim, restore the lock timeout, and
+	// read the record that holds the key (our own when the claim took it).
+	// The server runs the four in this order and stops at the first error.
+	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
+	b := &pgx.Batch{}
+	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.Wait))
+	b.Queue(dbsqlc.IdempotencyClaimSQL, k.ActorID, k.Operation, k.Value, k.Fingerprint[:], s.keys.TTL.Seconds())
+	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.LockTimeout))
+	b.Queue(dbsqlc.IdempotencyGetSQL, get.ActorID, get.Operation, get.Key)
+	br := s.db.SendBatch(ctx, b)
+	n, rec, err := readClaim(br)
+	if err = firstErr(err, br.Close()); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && (pgErr.Code == sqlLockNotAvailable || pgErr.Code == sqlQueryCanceled) {
 			return nil, &app.KeyInProgressError{RetryAfter: time.Second}
 		}
 		return nil, translate(err)
 	}
-	if err := s.q.IdempotencySetLockTimeout(ctx, s.db, ms(s.keys.LockTimeout)); err != nil {
-		return nil, translate(err)
-	}
 	if n == 1 {
 		return nil, nil
 	}
-	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
-	rec, err := s.q.IdempotencyGet(ctx, s.db, get)
-	if isNoRows(err) {
+	if rec == nil {
 		return nil, errRecordPurged
-	}
-	if err != nil {
-		return nil, translate(err)
 	}
 	if rec.Expired {
 		// Past its expiry the key is free again: take the row over. If a
@@ -102,11 +99,13 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error
 		if n == 1 {
 			return nil, nil
 		}
-		if rec, err = s.q.IdempotencyGet(ctx, s.db, get); isNoRows(err) {
+		again, err := s.q.IdempotencyGet(ctx, s.db, get)
+		if isNoRows(err) {
 			return nil, errRecordPurged
 		} else if err != nil {
 			return nil, translate(err)
 		}
+		rec = &again
 	}
 	if !bytes.Equal(rec.Fingerprint, k.Fingerprint[:]) {
 		return nil, app.ErrKeyReused
@@ -121,6 +120,30 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error
 		}
 	}
 	return r, nil
+}
+
+// readClaim reads the claim batch's results: rows the claim inserted, and
+// the record that holds the key (nil when there is none).
+func readClaim(br pgx.BatchResults) (int64, *dbsqlc.IdempotencyGetRow, error) {
+	if _, err := br.Exec(); err != nil {
+		return 0, nil, err
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return 0, nil, err
+	}
+	var rec dbsqlc.IdempotencyGetRow
+	err = br.QueryRow().Scan(&rec.Fingerprint, &rec.State, &rec.ResponseStatus, &rec.ResponseHeaders, &rec.ResponseBody, &rec.Expired)
+	if isNoRows(err) {
+		return tag.RowsAffected(), nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return tag.RowsAffected(), &rec, nil
 }
 
 // Complete stores the receipt on the claimed key. In a transaction the
