@@ -22,11 +22,16 @@ import (
 //  2. Lock every product row of the order in id order (SELECT … ORDER BY id
 //     FOR UPDATE, pattern 3). One global lock order, customer then products
 //     by id, means that orders with reversed lines queue instead of deadlocking.
-//  3. Check every line against the locked stock; one short line rejects the
-//     whole order and takes nothing. Then check the credit limit.
+//  3. Read the customer's outstanding balance, under those locks. Check every
+//     line against the locked stock; one short line rejects the whole order
+//     and takes nothing. Then check the credit limit.
 //  4. Decrement stock, insert the order and its lines, append order.placed
 //     to the outbox, and store the idempotency record. CHECK (stock >= 0) is
 //     the last line of defence.
+//
+// Steps 1 to 3's statements go to the server in one round trip and step 4's
+// in another when the Tx pipelines them (PlacementStore); the statements and
+// their order are the same either way.
 //
 // Codes: forbidden (not a customer), validation_failed (unknown product),
 // insufficient_stock, credit_limit_exceeded, and the key codes.
@@ -50,19 +55,16 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return compareUUID(a, b) })
 
 	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Order, error) {
-		limit, active, err := tx.Actors().LockForOrder(ctx, customer)
+		store := placementStore(tx)
+		locked, err := store.LockForPlacement(ctx, customer, ids)
 		if err != nil {
 			return nil, err
 		}
-		if !active {
+		if !locked.Active {
 			return nil, ErrUnauthenticated
 		}
-		rows, err := tx.Products().LockForUpdate(ctx, ids)
-		if err != nil {
-			return nil, err
-		}
-		byID := make(map[uuid.UUID]StockRow, len(rows))
-		for _, r := range rows {
+		byID := make(map[uuid.UUID]StockRow, len(locked.Rows))
+		for _, r := range locked.Rows {
 			byID[r.ID] = r
 		}
 		var v domain.Validation
@@ -93,18 +95,11 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 		if err != nil {
 			return nil, err
 		}
-		owed, err := tx.Actors().Outstanding(ctx, customer)
-		if err != nil {
-			return nil, err
-		}
-		if owed+order.Total() > limit {
+		if owed := locked.Outstanding; owed+order.Total() > locked.Limit {
 			return nil, domain.Errorf(domain.CodeCreditLimitExceeded,
-				"order total %d cents plus outstanding %d cents exceeds the credit limit of %d cents", order.Total(), owed, limit)
+				"order total %d cents plus outstanding %d cents exceeds the credit limit of %d cents", order.Total(), owed, locked.Limit)
 		}
-		if err := tx.Products().AddStock(ctx, take); err != nil {
-			return nil, err
-		}
-		placed, err := tx.Orders().Insert(ctx, order)
+		placed, err := store.WritePlacement(ctx, order, take)
 		if err != nil {
 			return nil, err
 		}
@@ -113,6 +108,41 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 		}
 		return placed, nil
 	})
+}
+
+// placementStore returns tx's pipelined placement statements when it has
+// them, else the same statements one repository call at a time.
+func placementStore(tx Tx) PlacementStore {
+	if p, ok := tx.(PlacementStore); ok {
+		return p
+	}
+	return stepwisePlacement{tx}
+}
+
+// stepwisePlacement is PlacementStore built from the repositories.
+type stepwisePlacement struct{ tx Tx }
+
+func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (PlacementLocks, error) {
+	limit, active, err := s.tx.Actors().LockForOrder(ctx, customer)
+	if err != nil || !active {
+		return PlacementLocks{Limit: limit, Active: active}, err
+	}
+	rows, err := s.tx.Products().LockForUpdate(ctx, ids)
+	if err != nil {
+		return PlacementLocks{}, err
+	}
+	owed, err := s.tx.Actors().Outstanding(ctx, customer)
+	if err != nil {
+		return PlacementLocks{}, err
+	}
+	return PlacementLocks{Limit: limit, Active: active, Rows: rows, Outstanding: owed}, nil
+}
+
+func (s stepwisePlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+	if err := s.tx.Products().AddStock(ctx, take); err != nil {
+		return nil, err
+	}
+	return s.tx.Orders().Insert(ctx, o)
 }
 
 func compareUUID(a, b uuid.UUID) int {

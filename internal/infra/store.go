@@ -141,13 +141,17 @@ func (r productRepo) LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]app.
 }
 
 func (r productRepo) AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error {
+	return translate(r.q.ProductsAddStock(ctx, r.db, addStockParams(deltas)))
+}
+
+func addStockParams(deltas map[uuid.UUID]int64) dbsqlc.ProductsAddStockParams {
 	ids := make([]uuid.UUID, 0, len(deltas))
 	ds := make([]int64, 0, len(deltas))
 	for id, d := range deltas {
 		ids = append(ids, id)
 		ds = append(ds, d)
 	}
-	return translate(r.q.ProductsAddStock(ctx, r.db, dbsqlc.ProductsAddStockParams{Ids: ids, Deltas: ds}))
+	return dbsqlc.ProductsAddStockParams{Ids: ids, Deltas: ds}
 }
 
 // ---- orders
@@ -159,6 +163,13 @@ func (r orderRepo) Insert(ctx context.Context, o *domain.Order) (*domain.Order, 
 	if err != nil {
 		return nil, translate(err)
 	}
+	if err := r.q.OrderLinesInsert(ctx, r.db, orderLinesParams(o)); err != nil {
+		return nil, translate(err)
+	}
+	return toOrder(row, o.Lines())
+}
+
+func orderLinesParams(o *domain.Order) dbsqlc.OrderLinesInsertParams {
 	n := len(o.Lines())
 	p := dbsqlc.OrderLinesInsertParams{
 		OrderID:    o.ID(),
@@ -173,10 +184,7 @@ func (r orderRepo) Insert(ctx context.Context, o *domain.Order) (*domain.Order, 
 		p.Quantities[i] = int32(l.Quantity)
 		p.UnitPrices[i] = int64(l.UnitPrice)
 	}
-	if err := r.q.OrderLinesInsert(ctx, r.db, p); err != nil {
-		return nil, translate(err)
-	}
-	return toOrder(row, o.Lines())
+	return p
 }
 
 func toOrder(r dbsqlc.Order, lines []domain.OrderLine) (*domain.Order, error) {

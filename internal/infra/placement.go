@@ -1,0 +1,96 @@
+package infra
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+)
+
+// The store pipelines order placement (app.PlacementStore): the statements
+// of ActorRepo.LockForOrder, ProductRepo.LockForUpdate and
+// ActorRepo.Outstanding go out as one batch, those of ProductRepo.AddStock
+// and OrderRepo.Insert as another. The server executes a batch's statements
+// one after the other in the order queued and stops at the first error, so
+// the locks are taken in the same global order (customer, then products by
+// id) and every error is the one the stepwise calls would have returned.
+var _ app.PlacementStore = (*store)(nil)
+
+func (s *store) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
+	b := &pgx.Batch{}
+	b.Queue(dbsqlc.ActorLockForOrderSQL, customer)
+	b.Queue(dbsqlc.ProductsLockForUpdateSQL, ids)
+	b.Queue(dbsqlc.ActorOutstandingCentsSQL, customer)
+	br := s.db.SendBatch(ctx, b)
+	out, err := readPlacementLocks(br)
+	if err = firstErr(err, br.Close()); err != nil {
+		return app.PlacementLocks{}, translate(err)
+	}
+	return out, nil
+}
+
+func readPlacementLocks(br pgx.BatchResults) (app.PlacementLocks, error) {
+	var out app.PlacementLocks
+	var limit, owed int64
+	if err := br.QueryRow().Scan(&limit, &out.Active); err != nil {
+		return out, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return out, err
+	}
+	for rows.Next() {
+		var r dbsqlc.ProductsLockForUpdateRow
+		if err := rows.Scan(&r.ID, &r.PriceCents, &r.Stock); err != nil {
+			rows.Close()
+			return out, err
+		}
+		out.Rows = append(out.Rows, app.StockRow{ID: r.ID, Price: domain.Cents(r.PriceCents), Stock: r.Stock})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return out, err
+	}
+	if err := br.QueryRow().Scan(&owed); err != nil {
+		return out, err
+	}
+	out.Limit, out.Outstanding = domain.Cents(limit), domain.Cents(owed)
+	return out, nil
+}
+
+func (s *store) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+	stock := addStockParams(take)
+	lines := orderLinesParams(o)
+	b := &pgx.Batch{}
+	b.Queue(dbsqlc.ProductsAddStockSQL, stock.Ids, stock.Deltas)
+	b.Queue(dbsqlc.OrderInsertSQL, o.ID(), o.CustomerID(), int64(o.Total()))
+	b.Queue(dbsqlc.OrderLinesInsertSQL, lines.OrderID, lines.LineNos, lines.ProductIds, lines.Quantities, lines.UnitPrices)
+	br := s.db.SendBatch(ctx, b)
+	row, err := readPlacementWrite(br)
+	if err = firstErr(err, br.Close()); err != nil {
+		return nil, translate(err)
+	}
+	return toOrder(row, o.Lines())
+}
+
+func readPlacementWrite(br pgx.BatchResults) (dbsqlc.Order, error) {
+	var row dbsqlc.Order
+	if _, err := br.Exec(); err != nil {
+		return row, err
+	}
+	err := br.QueryRow().Scan(&row.ID, &row.CustomerID, &row.Status, &row.TotalCents, &row.PaidCents,
+		&row.Version, &row.CreatedAt, &row.UpdatedAt)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return row, errors.New("order insert returned no row")
+		}
+		return row, err
+	}
+	_, err = br.Exec()
+	return row, err
+}
