@@ -14,6 +14,8 @@
 #   BENCH_CONCURRENCY [1,8,32] BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys]
 #   BENCH_LABEL [current] BENCH_CUSTOMERS [64] BENCH_API_ENV ["KEY=VAL ..."]
 #   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
+#   BENCH_QUIET_WAIT [15s]: before each run, wait up to this long for other
+#   processes on the machine to go quiet (a shared box's noise).
 #   BENCH_KEEP=1 keeps the temp dir (server stopped) for inspection.
 #   BENCH_API_SRC [repo root] builds the service from another checkout (e.g. a
 #   worktree at an earlier commit) while the harness stays this one, so that
@@ -92,7 +94,7 @@ status=0
 (cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \
   -customers "$RAW/customers.jsonl" -pgbench "$PGBENCH" -scripts bench/pgbench \
   -out "$OUT" -raw "$RAW" -label "$LABEL" -commit "$(git -C "$API_SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-  -duration "$DURATION" -warmup "$WARMUP" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
+  -duration "$DURATION" -warmup "$WARMUP" -quiet-wait "${BENCH_QUIET_WAIT:-15s}" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
   ${ENV_FLAGS[@]+"${ENV_FLAGS[@]}"} ${PPROF_FLAGS[@]+"${PPROF_FLAGS[@]}"}) || status=$?
 
 echo "== done in $(( $(date +%s) - START ))s; report: docs/bench/REPORT.md"

@@ -54,6 +54,10 @@ func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 	// sqlc text, so each connection prepares it once and then sends only
 	// Bind/Execute (pgx's default exec mode).
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerUUID(conn.TypeMap())
+		return nil
+	}
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
