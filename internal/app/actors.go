@@ -68,28 +68,6 @@ func (h CreateActor) Handle(ctx context.Context, cmd CreateActorCommand) (Create
 	return out, err
 }
 
-// Authenticate resolves a bearer token to its active actor.
-type Authenticate struct{ Tx Transactor }
-
-// ErrUnauthenticated: the token is unknown or its actor is deactivated.
-var ErrUnauthenticated = domain.Errorf("unauthenticated", "a valid bearer token is required")
-
-// Handle looks the token up by its hash. A deactivated actor's tokens stop
-// working at once because every request reads the actor's current state.
-func (h Authenticate) Handle(ctx context.Context, token string) (Principal, error) {
-	p, err := h.Tx.Read().Actors().ByTokenHash(ctx, HashToken(token))
-	if err != nil {
-		if domain.ErrorCode(err) == domain.CodeNotFound {
-			return Principal{}, ErrUnauthenticated
-		}
-		return Principal{}, err
-	}
-	if !p.Active {
-		return Principal{}, ErrUnauthenticated
-	}
-	return p, nil
-}
-
 // DeactivateActor stops an actor: its tokens stop working at once.
 //
 // Invariant: at least one active staff actor always remains. This is a write

@@ -269,7 +269,7 @@ type UseCases struct {
 // New wires every use case to tx.
 func New(tx Transactor) UseCases {
 	return UseCases{
-		Authenticate:    Authenticate{Tx: tx},
+		Authenticate:    Authenticate{Tx: tx, Cache: NewTokenCache(100_000)},
 		Products:        Products{Tx: tx},
 		CreateProduct:   CreateProduct{Tx: tx},
 		UpdateProduct:   UpdateProduct{Tx: tx},

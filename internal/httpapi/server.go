@@ -211,14 +211,72 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeProblem(w, r, problem(codeUnauthenticated, "a valid bearer token is required"))
 			return
 		}
-		p, err := s.Authenticate.Handle(r.Context(), token)
+		ctx, p, err := s.Authenticate.Handle(r.Context(), token)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		r = r.WithContext(context.WithValue(ctx, principalKey, p))
+		if app.PendingAuthCheck(ctx) == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		g := &authGate{ResponseWriter: w, s: s, r: r}
+		next.ServeHTTP(g, r)
+		g.decide() // a handler that wrote nothing still answers only after the check
 	})
 }
+
+// authGate holds a response back until the request's token check is
+// settled (app.AuthCheck). The check normally rides in front of the
+// request's first statement; a request that answers without sending one (a
+// validation error, a malformed id) confirms the token with a lookup of its
+// own before anything is written. A refused check answers 401 instead of
+// what the handler meant to send, and a check the database could not settle
+// answers 503: never is a response sent on the cache's word alone.
+type authGate struct {
+	http.ResponseWriter
+	s       *Server
+	r       *http.Request
+	decided bool
+	refused bool
+}
+
+func (g *authGate) decide() {
+	if g.decided {
+		return
+	}
+	g.decided = true
+	err := g.s.Authenticate.Confirm(g.r.Context())
+	if err == nil {
+		return
+	}
+	g.refused = true
+	h := g.ResponseWriter.Header()
+	for k := range h {
+		if k != "X-Request-Id" {
+			delete(h, k)
+		}
+	}
+	g.s.writeError(g.ResponseWriter, g.r, err)
+}
+
+func (g *authGate) WriteHeader(code int) {
+	g.decide()
+	if !g.refused {
+		g.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (g *authGate) Write(b []byte) (int, error) {
+	g.decide()
+	if g.refused {
+		return len(b), nil
+	}
+	return g.ResponseWriter.Write(b)
+}
+
+func (g *authGate) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
 func principal(r *http.Request) app.Principal {
 	p, _ := r.Context().Value(principalKey).(app.Principal)

@@ -160,7 +160,7 @@ func (s keyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) error 
 		ResponseHeaders: headers,
 		ResponseBody:    r.Body,
 	}
-	if tx, ok := s.db.(*pipeTx); ok {
+	if tx, ok := s.db.(*pipe); ok && tx.inTx() {
 		tx.atCommit(dbsqlc.IdempotencyCompleteSQL,
 			p.ResponseStatus, p.ResponseHeaders, p.ResponseBody, p.ActorID, p.Operation, p.Key)
 		return nil

@@ -2,31 +2,47 @@ package infra
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
-// dbtx is what the repositories run on: a transaction or the pool. Both can
-// send a pgx.Batch, several statements in one network round trip.
+// dbtx is what the repositories run on. It can send a pgx.Batch: several
+// statements in one network round trip.
 type dbtx interface {
 	dbsqlc.DBTX
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// pipeTx is one transaction on a pooled connection that saves the round
-// trips a pgx.Tx spends on its own: BEGIN is not sent alone but goes out with
-// the transaction's first statement or batch, and statements queued with
-// atCommit go out with COMMIT. The server runs exactly the same statements in
-// the same order as with a pgx.Tx; only the network exchanges are fewer.
-// A batch stops at its first error (the server skips the rest up to the
-// Sync), so a failure anywhere still aborts the whole transaction.
-type pipeTx struct {
-	conn *pgxpool.Conn
-	// begin is the BEGIN statement while it has not been sent.
+var (
+	_ dbtx = (*pgxpool.Pool)(nil)
+	_ dbtx = (*pgxpool.Conn)(nil)
+	_ dbtx = (*pipe)(nil)
+)
+
+// pipe is where a use case's statements go: one transaction on a pooled
+// connection (Runner.InTx) or the pool itself (Runner.Read). It saves the
+// round trips that bookkeeping statements would cost on their own:
+//   - BEGIN is not sent alone: it goes out with the transaction's first
+//     statement or batch;
+//   - the request's pending token check (app.AuthCheck) goes out in front of
+//     its first statement, and a refused check fails that statement;
+//   - statements queued with atCommit go out with COMMIT.
+//
+// The server runs exactly the statements it would otherwise, in the same
+// order; only the network exchanges are fewer. A batch stops at its first
+// error (the server skips the rest up to the Sync), so a failure anywhere
+// still aborts the whole transaction.
+type pipe struct {
+	db dbtx
+	// begin is the BEGIN statement of a transaction while it is unsent.
 	begin string
 	// begun is set once BEGIN went out: a failure then needs a ROLLBACK.
 	begun bool
@@ -34,35 +50,71 @@ type pipeTx struct {
 	deferred []*pgx.QueuedQuery
 }
 
-func newPipeTx(conn *pgxpool.Conn, opts pgx.TxOptions) *pipeTx {
+func newTxPipe(conn *pgxpool.Conn, opts pgx.TxOptions) *pipe {
 	begin := "begin isolation level read committed"
 	if opts.IsoLevel == pgx.Serializable {
 		begin = "begin isolation level serializable"
 	}
-	return &pipeTx{conn: conn, begin: begin}
+	return &pipe{db: conn, begin: begin}
 }
 
-var _ dbtx = (*pipeTx)(nil)
+// inTx says whether the pipe is a transaction.
+func (t *pipe) inTx() bool { return t.begin != "" || t.begun }
 
-// SendBatch sends b, preceded by BEGIN when the transaction has not begun.
-// The results the caller reads are b's own.
-func (t *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.begin == "" {
-		return t.conn.SendBatch(ctx, b)
+// SendBatch sends b, preceded by what must go first (BEGIN, the token
+// check) in the same round trip. The results the caller reads are b's own.
+func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	check := app.PendingAuthCheck(ctx)
+	if t.begin == "" && check == nil {
+		return t.db.SendBatch(ctx, b)
 	}
-	qs := make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)
-	qs = append(qs, &pgx.QueuedQuery{SQL: t.begin})
-	t.begin, t.begun = "", true
-	br := t.conn.SendBatch(ctx, &pgx.Batch{QueuedQueries: append(qs, b.QueuedQueries...)})
-	// Read BEGIN's result here. If it failed, pgx keeps the error and
-	// answers every later read and Close with it.
-	_, _ = br.Exec()
+	qs := make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)
+	began := t.begin != ""
+	if began {
+		qs = append(qs, &pgx.QueuedQuery{SQL: t.begin})
+		t.begin, t.begun = "", true
+	}
+	if check != nil {
+		qs = append(qs, &pgx.QueuedQuery{SQL: dbsqlc.ActorByTokenHashSQL, Arguments: []any{check.TokenHash()}})
+	}
+	br := t.db.SendBatch(ctx, &pgx.Batch{QueuedQueries: append(qs, b.QueuedQueries...)})
+	if began {
+		// If BEGIN failed, pgx keeps the error and answers every later
+		// read and Close with it.
+		_, _ = br.Exec()
+	}
+	if check != nil {
+		if err := settle(br, check); err != nil {
+			return failedBatch{br: br, err: err}
+		}
+	}
 	return br
 }
 
-func (t *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begin == "" {
-		return t.conn.Exec(ctx, sql, args...)
+// settle reads the token lookup and settles the request's check with it.
+func settle(br pgx.BatchResults, check *app.AuthCheck) error {
+	var row dbsqlc.ActorByTokenHashRow
+	err := br.QueryRow().Scan(&row.ID, &row.Role, &row.Active)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return check.Settle(app.Principal{}, false)
+	}
+	if err != nil {
+		return err // the database did not answer; the check stays pending
+	}
+	role, err := domain.ParseRole(row.Role)
+	if err != nil {
+		return err
+	}
+	return check.Settle(app.Principal{ID: row.ID, Role: role, Active: row.Active}, true)
+}
+
+func (t *pipe) direct(ctx context.Context) bool {
+	return t.begin == "" && app.PendingAuthCheck(ctx) == nil
+}
+
+func (t *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.direct(ctx) {
+		return t.db.Exec(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
@@ -71,9 +123,9 @@ func (t *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	return tag, firstErr(err, br.Close())
 }
 
-func (t *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.begin == "" {
-		return t.conn.Query(ctx, sql, args...)
+func (t *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.direct(ctx) {
+		return t.db.Query(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
@@ -85,9 +137,9 @@ func (t *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	return &batchRows{Rows: rows, br: br}, nil
 }
 
-func (t *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.begin == "" {
-		return t.conn.QueryRow(ctx, sql, args...)
+func (t *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.direct(ctx) {
+		return t.db.QueryRow(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
@@ -95,17 +147,13 @@ func (t *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 }
 
 // atCommit queues a statement whose only result is its error, to be sent
-// with COMMIT.
-func (t *pipeTx) atCommit(sql string, args ...any) {
+// with COMMIT. Only a transaction has one.
+func (t *pipe) atCommit(sql string, args ...any) {
 	t.deferred = append(t.deferred, &pgx.QueuedQuery{SQL: sql, Arguments: args})
 }
 
-// errCommitRolledBack: COMMIT answered ROLLBACK because the transaction had
-// already failed.
-var errCommitRolledBack = pgx.ErrTxCommitRollback
-
 // commit sends the deferred statements and COMMIT in one round trip.
-func (t *pipeTx) commit(ctx context.Context) error {
+func (t *pipe) commit(ctx context.Context) error {
 	if t.begin != "" && len(t.deferred) == 0 {
 		return nil // nothing was ever sent: there is no transaction
 	}
@@ -122,16 +170,17 @@ func (t *pipeTx) commit(ctx context.Context) error {
 		return err
 	}
 	if tag.String() == "ROLLBACK" {
-		return errCommitRolledBack
+		// The transaction had failed before and the failure was ignored.
+		return pgx.ErrTxCommitRollback
 	}
 	return nil
 }
 
 // rollback ends a transaction that failed. A connection left broken or
 // inside a transaction is destroyed by the pool on release, never reused.
-func (t *pipeTx) rollback(ctx context.Context) {
+func (t *pipe) rollback(ctx context.Context) {
 	if t.begun {
-		_, _ = t.conn.Exec(ctx, "rollback")
+		_, _ = t.db.Exec(ctx, "rollback")
 	}
 }
 
@@ -170,3 +219,33 @@ func (r *batchRows) Close() {
 func (r *batchRows) Err() error {
 	return firstErr(r.Rows.Err(), r.err)
 }
+
+// failedBatch answers every read with the error that stopped the request
+// (its token check was refused) and closes the results underneath.
+type failedBatch struct {
+	br  pgx.BatchResults
+	err error
+}
+
+func (f failedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, f.err }
+func (f failedBatch) Query() (pgx.Rows, error)         { return errRows{err: f.err}, f.err }
+func (f failedBatch) QueryRow() pgx.Row                { return errRows{err: f.err} }
+func (f failedBatch) Tx() pgx.Tx                       { return nil }
+func (f failedBatch) Close() error {
+	_ = f.br.Close()
+	return f.err
+}
+
+// errRows is a closed, empty result that carries an error.
+type errRows struct{ err error }
+
+func (r errRows) Close()                                       {}
+func (r errRows) Err() error                                   { return r.err }
+func (r errRows) CommandTag() pgconn.CommandTag                { return pgconn.CommandTag{} }
+func (r errRows) FieldDescriptions() []pgconn.FieldDescription { return nil }
+func (r errRows) Next() bool                                   { return false }
+func (r errRows) Scan(...any) error                            { return r.err }
+func (r errRows) Values() ([]any, error)                       { return nil, r.err }
+func (r errRows) RawValues() [][]byte                          { return nil }
+func (r errRows) Conn() *pgx.Conn                              { return nil }
+func (r errRows) TypeMap() *pgtype.Map                         { return nil }

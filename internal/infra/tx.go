@@ -108,7 +108,7 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Release()
-	tx := newPipeTx(conn, opts)
+	tx := newTxPipe(conn, opts)
 	defer func() {
 		if err != nil {
 			// The request may be gone; the rollback must still happen.
@@ -125,7 +125,7 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 }
 
 // Read returns repositories that run each statement on the pool.
-func (r *Runner) Read() app.Tx { return r.bind(r.pool) }
+func (r *Runner) Read() app.Tx { return r.bind(&pipe{db: r.pool}) }
 
 func (r *Runner) bind(db dbtx) *store {
 	return &store{db: db, q: r.q, keys: r.keys}

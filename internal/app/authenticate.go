@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// Authenticate resolves a bearer token to its actor.
+//
+// Invariant: a deactivated actor's tokens stop working at once, on every
+// replica: a request that starts after the deactivation committed is refused
+// with 401, whatever it asks for. Mechanism: every request reads its token's
+// row and its actor's active flag from the database; no process ever decides
+// that alone. What a process may remember (TokenCache) is only which actor
+// and role a token hash belongs to, facts that never change. When it knows
+// them, the read is not a round trip of its own: it goes out in front of the
+// request's first statement, in the same round trip (AuthCheck), and the
+// request fails unless it passes. A request that would answer without any
+// statement confirms first (Confirm). See docs/adr/0005.
+//
+// Codes: unauthenticated.
+type Authenticate struct {
+	Tx Transactor
+	// Cache, when set, spares the separate lookup round trip for tokens
+	// this process has seen; nil looks every token up on its own.
+	Cache *TokenCache
+}
+
+// ErrUnauthenticated: the token is unknown or its actor is deactivated.
+var ErrUnauthenticated = domain.Errorf("unauthenticated", "a valid bearer token is required")
+
+// Handle looks the token up by its hash. It returns the request's context,
+// which carries a pending AuthCheck when the actor came from the cache.
+func (h Authenticate) Handle(ctx context.Context, token string) (context.Context, Principal, error) {
+	hash := HashToken(token)
+	if p, ok := h.Cache.get(hash); ok {
+		return context.WithValue(ctx, authCheckKey{}, &AuthCheck{hash: hash, want: p, cache: h.Cache}), p, nil
+	}
+	p, err := h.lookup(ctx, hash)
+	if err != nil {
+		return ctx, Principal{}, err
+	}
+	h.Cache.put(hash, p)
+	return ctx, p, nil
+}
+
+func (h Authenticate) lookup(ctx context.Context, hash []byte) (Principal, error) {
+	p, err := h.Tx.Read().Actors().ByTokenHash(ctx, hash)
+	if err != nil {
+		if domain.ErrorCode(err) == domain.CodeNotFound {
+			return Principal{}, ErrUnauthenticated
+		}
+		return Principal{}, err
+	}
+	if !p.Active {
+		return Principal{}, ErrUnauthenticated
+	}
+	return p, nil
+}
+
+// Confirm settles the request's pending AuthCheck with a lookup of its own:
+// for a request about to answer without having sent a statement (a
+// validation error, say). It returns ErrUnauthenticated when the check
+// fails, another error when the database could not tell, nil otherwise.
+func (h Authenticate) Confirm(ctx context.Context) error {
+	c := PendingAuthCheck(ctx)
+	if c == nil {
+		if c, ok := ctx.Value(authCheckKey{}).(*AuthCheck); ok && c.Refused() {
+			return ErrUnauthenticated
+		}
+		return nil
+	}
+	p, err := h.Tx.Read().Actors().ByTokenHash(context.WithValue(ctx, authCheckKey{}, (*AuthCheck)(nil)), c.hash)
+	switch {
+	case domain.ErrorCode(err) == domain.CodeNotFound:
+		return c.Settle(Principal{}, false)
+	case err != nil:
+		return err
+	}
+	return c.Settle(p, true)
+}
+
+// AuthCheck is a request's token check that has yet to reach the database:
+// the actor came from the cache, and the token's row and the actor's active
+// flag must be read by the request's first round trip. The repositories'
+// implementation (internal/infra) sends the token lookup in front of the
+// first statement and settles the check with what it read; a refused check
+// fails that statement, so nothing the request asked for is answered.
+type AuthCheck struct {
+	hash  []byte
+	want  Principal
+	cache *TokenCache
+	state atomic.Int32
+}
+
+const (
+	checkPending int32 = iota
+	checkPassed
+	checkRefused
+)
+
+type authCheckKey struct{}
+
+// PendingAuthCheck returns the request's check while it is pending, else nil.
+func PendingAuthCheck(ctx context.Context) *AuthCheck {
+	c, _ := ctx.Value(authCheckKey{}).(*AuthCheck)
+	if c == nil || c.state.Load() != checkPending {
+		return nil
+	}
+	return c
+}
+
+// TokenHash is the hash to look up.
+func (c *AuthCheck) TokenHash() []byte { return c.hash }
+
+// Settle records the database's answer: the token's actor when the token
+// was found. The check passes only for the same actor and role, active.
+func (c *AuthCheck) Settle(p Principal, found bool) error {
+	if found && p.Active && p.ID == c.want.ID && p.Role == c.want.Role {
+		c.state.CompareAndSwap(checkPending, checkPassed)
+		return nil
+	}
+	c.state.Store(checkRefused)
+	c.cache.forget(c.hash)
+	return ErrUnauthenticated
+}
+
+// Refused says whether the check failed.
+func (c *AuthCheck) Refused() bool { return c.state.Load() == checkRefused }
+
+// TokenCache remembers which actor and role a token hash belongs to. Both
+// never change: a token is made for one actor, and no operation changes a
+// role. It never remembers whether the token still exists or its actor is
+// active; every request reads those (see Authenticate). Bounded: when full,
+// it starts over.
+type TokenCache struct {
+	mu  sync.RWMutex
+	m   map[[32]byte]Principal
+	max int
+}
+
+// NewTokenCache returns a cache of at most max tokens.
+func NewTokenCache(max int) *TokenCache {
+	return &TokenCache{m: make(map[[32]byte]Principal), max: max}
+}
+
+func (c *TokenCache) get(hash []byte) (Principal, bool) {
+	if c == nil || len(hash) != 32 {
+		return Principal{}, false
+	}
+	c.mu.RLock()
+	p, ok := c.m[[32]byte(hash)]
+	c.mu.RUnlock()
+	return p, ok
+}
+
+func (c *TokenCache) put(hash []byte, p Principal) {
+	if c == nil || len(hash) != 32 {
+		return
+	}
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[[32]byte(hash)] = Principal{ID: p.ID, Role: p.Role, Active: true}
+	c.mu.Unlock()
+}
+
+func (c *TokenCache) forget(hash []byte) {
+	if c == nil || len(hash) != 32 {
+		return
+	}
+	c.mu.Lock()
+	delete(c.m, [32]byte(hash))
+	c.mu.Unlock()
+}
