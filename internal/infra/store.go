@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ordersvc/ordersvc/internal/app"
@@ -196,16 +197,44 @@ func toOrder(r dbsqlc.Order, lines []domain.OrderLine) (*domain.Order, error) {
 		domain.Version(r.Version), r.CreatedAt, r.UpdatedAt), nil
 }
 
+// Get reads the order and its lines in one round trip: the lines are
+// selected by the order id alone, so the second statement needs nothing from
+// the first (and an order's lines never change once placed).
 func (r orderRepo) Get(ctx context.Context, id uuid.UUID) (*domain.Order, error) {
-	row, err := r.q.OrderGet(ctx, r.db, id)
-	if err != nil {
+	b := &pgx.Batch{}
+	b.Queue(dbsqlc.OrderGetSQL, id)
+	b.Queue(dbsqlc.OrderLinesGetSQL, []uuid.UUID{id})
+	br := r.db.SendBatch(ctx, b)
+	o, err := readOrderWithLines(br)
+	if err = firstErr(err, br.Close()); err != nil {
 		return nil, translate(err)
 	}
-	out, err := r.withLines(ctx, []dbsqlc.Order{row})
+	return o, nil
+}
+
+func readOrderWithLines(br pgx.BatchResults) (*domain.Order, error) {
+	var o dbsqlc.Order
+	err := br.QueryRow().Scan(&o.ID, &o.CustomerID, &o.Status, &o.TotalCents, &o.PaidCents, &o.Version, &o.CreatedAt, &o.UpdatedAt)
 	if err != nil {
 		return nil, err
 	}
-	return out[0], nil
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var lines []domain.OrderLine
+	for rows.Next() {
+		var l dbsqlc.OrderLine
+		if err := rows.Scan(&l.OrderID, &l.LineNo, &l.ProductID, &l.Quantity, &l.UnitPriceCents); err != nil {
+			return nil, err
+		}
+		lines = append(lines, domain.OrderLine{ProductID: l.ProductID, Quantity: domain.Quantity(l.Quantity), UnitPrice: domain.Cents(l.UnitPriceCents)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return toOrder(o, lines)
 }
 
 // withLines loads the lines of several orders in one query.

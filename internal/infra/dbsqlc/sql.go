@@ -17,4 +17,6 @@ const (
 	ProductsAddStockSQL          = productsAddStock
 	OrderInsertSQL               = orderInsert
 	OrderLinesInsertSQL          = orderLinesInsert
+	OrderGetSQL                  = orderGet
+	OrderLinesGetSQL             = orderLinesGet
 )
