@@ -122,6 +122,9 @@ type ActorRepo interface {
 // OutboxRepo appends events to the transactional outbox. An event appended in
 // a transaction is published if and only if that transaction commits; a
 // dispatcher delivers it afterwards, outside any transaction.
+//
+// Append is a use case's last write: an implementation may send it with the
+// COMMIT, and its error then comes out of Transactor.InTx.
 type OutboxRepo interface {
 	Append(ctx context.Context, e Event) error
 }

@@ -25,7 +25,13 @@ func (r outboxRepo) Append(ctx context.Context, e app.Event) error {
 	if err != nil {
 		return err
 	}
-	return translate(r.q.OutboxInsert(ctx, r.db, dbsqlc.OutboxInsertParams{
-		ID: id, Type: e.Type.String(), AggregateID: e.AggregateID, Payload: payload,
-	}))
+	p := dbsqlc.OutboxInsertParams{ID: id, Type: e.Type.String(), AggregateID: e.AggregateID, Payload: payload}
+	if tx, ok := r.db.(*pipe); ok && tx.inTx() {
+		// The last write of every use case that appends: it goes out with
+		// the COMMIT, in the same round trip, and fails the commit if it
+		// fails. occurred_at is now(), the transaction's start, either way.
+		tx.atCommit(dbsqlc.OutboxInsertSQL, p.ID, p.Type, p.AggregateID, p.Payload)
+		return nil
+	}
+	return translate(r.q.OutboxInsert(ctx, r.db, p))
 }

@@ -164,3 +164,32 @@ func TestKeyCompletionFailureFailsTheTransaction(t *testing.T) {
 		t.Fatalf("the failed transaction left %d rows", n)
 	}
 }
+
+// An event appended in a transaction travels with COMMIT: it exists if and
+// only if the transaction committed, and a failure after it rolls it back.
+func TestOutboxAppendCommitsWithTheTransaction(t *testing.T) {
+	t.Parallel()
+	e := testkit.New(t)
+	ctx := context.Background()
+	ev := app.Event{Type: app.EventStockAdjusted, AggregateID: uuid.New(), Data: map[string]int{"delta": 1}}
+	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+		if err := tx.Outbox().Append(ctx, ev); err != nil {
+			return err
+		}
+		return errors.New("abort after the append")
+	})
+	if err == nil {
+		t.Fatal("InTx succeeded")
+	}
+	if n := e.QueryInt(`SELECT count(*) FROM outbox_events`); n != 0 {
+		t.Fatalf("a rolled-back transaction left %d events", n)
+	}
+	if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+		return tx.Outbox().Append(ctx, ev)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.QueryInt(`SELECT count(*) FROM outbox_events WHERE aggregate_id = $1`, ev.AggregateID); n != 1 {
+		t.Fatalf("%d events after a commit, want 1", n)
+	}
+}

@@ -18,5 +18,6 @@ const (
 	OrderInsertSQL               = orderInsert
 	OrderLinesInsertSQL          = orderLinesInsert
 	OrderGetSQL                  = orderGet
+	OutboxInsertSQL              = outboxInsert
 	OrderLinesGetSQL             = orderLinesGet
 )
