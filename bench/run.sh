@@ -11,7 +11,7 @@
 # Exits non-zero when a run broke an invariant (FAILED).
 #
 # Knobs (environment): BENCH_DURATION [10s] BENCH_WARMUP [2s]
-#   BENCH_CONCURRENCY [1,8,32] BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys]
+#   BENCH_CONCURRENCY [1,8,32] BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys,dispatch]
 #   BENCH_LABEL [current] BENCH_CUSTOMERS [64] BENCH_API_ENV ["KEY=VAL ..."]
 #   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
 #   BENCH_QUIET_WAIT [15s]: before each run, wait up to this long for other
@@ -26,7 +26,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${BENCH_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 CONCURRENCY=${BENCH_CONCURRENCY:-1,8,32}
-SCENARIOS=${BENCH_SCENARIOS:-spread,hot,replay,storm,mixed,nokeys}
+SCENARIOS=${BENCH_SCENARIOS:-spread,hot,replay,storm,mixed,nokeys,dispatch}
 LABEL=${BENCH_LABEL:-current}
 CUSTOMERS=${BENCH_CUSTOMERS:-64}
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}

@@ -1,12 +1,15 @@
--- One order placement exactly as the service sends it to PostgreSQL
--- (internal/app/orders.go PlaceOrder inside app.execute, statement text from
--- internal/infra/dbsqlc), minus HTTP, authentication and Go. The service's
--- statement log (log_statement=all, see REPORT.md) lists the same statements
--- in the same order. Differences, all small: parameters are computed on the
--- server from pgbench variables (bench_pid, sha256, ARRAY slices) where the
--- service binds ready values; the order id comes from bench_uuidv7() on the
--- server, the service makes a UUIDv7 in Go; the total and the stored response
--- are of the same size but not computed from the locked prices.
+-- One order placement as the service's transaction runs it on PostgreSQL
+-- (internal/app/orders.go PlaceOrder inside app.execute; statement text from
+-- internal/infra/dbsqlc), without HTTP, Go or the network exchanges: pgbench
+-- sends each statement on its own. REPORT.md lists this script's statements
+-- next to the service's, from the server's log_statement=all log. The
+-- service runs two more: the token check (authentication) and the read of
+-- the key's holder in the claim's batch. Other differences, all small:
+-- parameters are computed on the server from pgbench variables (bench_pid,
+-- sha256, ARRAY slices) where the service binds ready values; the order and
+-- event ids come from bench_uuidv7() on the server where the service makes
+-- UUIDv7s in Go; the total, the event payload and the stored response have
+-- the service's sizes but not its exact content.
 --
 -- hot: every client orders the first hot product, or both, one unit each.
 \set n random(1, 2)
@@ -55,6 +58,9 @@ SELECT :oid::uuid,
        unnest((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)]),
        unnest((ARRAY[:q1::int, :q2::int, :q3::int])[1:(:n)]),
        unnest((ARRAY[500, 500, 500]::bigint[])[1:(:n)]);
+INSERT INTO outbox_events (id, type, aggregate_id, payload)
+VALUES (bench_uuidv7(), 'order.placed', :oid::uuid,
+        ('{"id":"' || :oid || '","customer_id":"' || bench_pid(:cust) || '","status":"placed","lines":[' || rtrim(repeat('{"product_id":"00000000-0000-7000-8000-000000000000","quantity":1,"unit_price_cents":500},', :n), ',') || '],"total_cents":' || :total || ',"paid_cents":0,"created_at":"2026-01-01T00:00:00.000000Z","updated_at":"2026-01-01T00:00:00.000000Z"}')::jsonb);
 UPDATE idempotency_keys
 SET state            = 'completed',
     response_status  = 201,

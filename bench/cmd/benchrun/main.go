@@ -220,7 +220,11 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("counting: %w", err)
 	}
 	for _, s := range o.scenarios {
-		for _, c := range o.concurrency {
+		concurrency := o.concurrency
+		if s == "dispatch" {
+			concurrency = o.concurrency[len(o.concurrency)-1:] // the top one only
+		}
+		for _, c := range concurrency {
 			if err := e.serviceRun(ctx, s, c, 0); err != nil {
 				return err
 			}
@@ -299,7 +303,14 @@ func (e *env) ensureAPI(ctx context.Context, mode, dbURL string) error {
 		return nil
 	}
 	e.stopAPI()
-	env := append([]string{}, e.o.apiEnv...)
+	env := []string{}
+	if mode != "dispatch" {
+		// The outbox dispatcher works beside the placements, one statement
+		// per event; held back, the runs compare the placement path with
+		// pgbench's. The dispatch scenario runs it at its defaults.
+		env = append(env, "OUTBOX_POLL_INTERVAL=1h")
+	}
+	env = append(env, e.o.apiEnv...)
 	if strings.HasPrefix(mode, "nokeys") {
 		env = append(env, "BENCH_DISABLE_IDEMPOTENCY=1")
 	}
@@ -486,8 +497,8 @@ func (e *env) waitQuiet(ctx context.Context) {
 
 func (e *env) serviceRun(ctx context.Context, scenario string, c int, rate float64) error {
 	mode := "keys"
-	if scenario == "nokeys" {
-		mode = "nokeys"
+	if scenario == "nokeys" || scenario == "dispatch" {
+		mode = scenario
 	}
 	if err := e.ensureAPI(ctx, mode, ""); err != nil {
 		return err

@@ -100,7 +100,7 @@ func (r *Results) concurrencies() []int {
 // ceiling is the pgbench script a service scenario compares with.
 func ceiling(scenario string) string {
 	switch scenario {
-	case "spread", "nokeys", "storm", "replay":
+	case "spread", "nokeys", "storm", "replay", "dispatch":
 		return "placement"
 	case "hot":
 		return "hot"
