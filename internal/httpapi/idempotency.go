@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
@@ -71,7 +70,7 @@ func parseKey(h []string) (key string, present bool, ok bool) {
 // caller's key order and whitespace do not change it. Credentials and the key
 // itself are not part of it.
 func fingerprint(r *http.Request, command any) ([32]byte, error) {
-	body, err := json.Marshal(command)
+	body, err := canonical(command)
 	if err != nil {
 		return [32]byte{}, err
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -21,11 +20,12 @@ var replayableHeaders = []string{"Location", "ETag", "Content-Type"}
 // receipt renders a JSON response as an app.Receipt: the form in which it is
 // both sent and, for keyed requests, stored for replay.
 func receipt(status int, body any, header map[string]string) (app.Receipt, error) {
-	b, err := json.Marshal(body)
+	b, err := marshal(body)
 	if err != nil {
 		return app.Receipt{}, err
 	}
-	h := map[string]string{"Content-Type": "application/json"}
+	h := make(map[string]string, len(replayableHeaders))
+	h["Content-Type"] = "application/json"
 	for _, k := range replayableHeaders {
 		if v, ok := header[k]; ok {
 			h[k] = v
@@ -56,7 +56,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, operation strin
 
 // writeJSON writes a query's result.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
