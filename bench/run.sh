@@ -16,6 +16,7 @@
 #   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
 #   BENCH_QUIET_WAIT [15s]: before each run, wait up to this long for other
 #   processes on the machine to go quiet (a shared box's noise).
+#   BENCH_NO_PGBENCH=1 skips pgbench and the half-peak runs (quick experiments).
 #   BENCH_KEEP=1 keeps the temp dir (server stopped) for inspection.
 #   BENCH_API_SRC [repo root] builds the service from another checkout (e.g. a
 #   worktree at an earlier commit) while the harness stays this one, so that
@@ -89,7 +90,8 @@ read -r -a API_ENV <<<"${BENCH_API_ENV:-}"
 ENV_FLAGS=()
 for kv in "${API_ENV[@]}"; do ENV_FLAGS+=(-api-env "$kv"); done
 PPROF_FLAGS=()
-if [ -n "${BENCH_PPROF:-}" ]; then PPROF_FLAGS=(-pprof "$BENCH_PPROF"); fi
+if [ "${BENCH_NO_PGBENCH:-0}" = 1 ]; then PPROF_FLAGS+=(-no-pgbench); fi
+if [ -n "${BENCH_PPROF:-}" ]; then PPROF_FLAGS+=(-pprof "$BENCH_PPROF"); fi
 status=0
 (cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \
   -customers "$RAW/customers.jsonl" -pgbench "$PGBENCH" -scripts bench/pgbench \

@@ -41,6 +41,7 @@ type options struct {
 	count                                                  int
 	seed                                                   bool
 	quietWait                                              time.Duration
+	noPgbench                                              bool
 }
 
 type multi []string
@@ -71,6 +72,7 @@ func main() {
 	flag.Var(&o.apiEnv, "api-env", "KEY=VALUE added to the service's environment (repeatable)")
 	flag.IntVar(&o.count, "count", 300, "placements in the statement/round-trip counting phase")
 	flag.BoolVar(&o.seed, "seed", true, "seed the database when it has no benchmark data yet")
+	flag.BoolVar(&o.noPgbench, "no-pgbench", false, "skip pgbench and the half-peak latency runs (quick experiments)")
 	flag.DurationVar(&o.quietWait, "quiet-wait", 15*time.Second, "before each run, wait up to this long for other processes on the machine to use less than 0.25 cores")
 	flag.Parse()
 	for _, c := range strings.Split(conc, ",") {
@@ -228,13 +230,13 @@ func run(ctx context.Context, o options) error {
 			if err := e.serviceRun(ctx, s, c, 0); err != nil {
 				return err
 			}
-			if script := map[string]string{"spread": "placement", "hot": "hot"}[s]; script != "" {
+			if script := map[string]string{"spread": "placement", "hot": "hot"}[s]; script != "" && !o.noPgbench {
 				if err := e.pgbenchRun(ctx, script, c, 0); err != nil {
 					return err
 				}
 			}
 		}
-		if s == "spread" {
+		if s == "spread" && !o.noPgbench {
 			if err := e.halfPeak(ctx); err != nil {
 				return err
 			}
