@@ -16,6 +16,8 @@
 #   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
 #   BENCH_QUIET_WAIT [15s]: before each run, wait up to this long for other
 #   processes on the machine to go quiet (a shared box's noise).
+#   BENCH_APIS="label=/path/to/api,label=/path/to/api,…" measures several
+#   service binaries in rotation (before/after comparisons in one session).
 #   BENCH_NO_PGBENCH=1 skips pgbench and the half-peak runs (quick experiments).
 #   BENCH_KEEP=1 keeps the temp dir (server stopped) for inspection.
 #   BENCH_API_SRC [repo root] builds the service from another checkout (e.g. a
@@ -91,6 +93,7 @@ ENV_FLAGS=()
 for kv in "${API_ENV[@]}"; do ENV_FLAGS+=(-api-env "$kv"); done
 PPROF_FLAGS=()
 if [ "${BENCH_NO_PGBENCH:-0}" = 1 ]; then PPROF_FLAGS+=(-no-pgbench); fi
+if [ -n "${BENCH_APIS:-}" ]; then PPROF_FLAGS+=(-apis "$BENCH_APIS"); fi
 if [ -n "${BENCH_PPROF:-}" ]; then PPROF_FLAGS+=(-pprof "$BENCH_PPROF"); fi
 status=0
 (cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \

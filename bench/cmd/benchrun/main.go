@@ -42,6 +42,7 @@ type options struct {
 	seed                                                   bool
 	quietWait                                              time.Duration
 	noPgbench                                              bool
+	apis                                                   string
 }
 
 type multi []string
@@ -72,6 +73,7 @@ func main() {
 	flag.Var(&o.apiEnv, "api-env", "KEY=VALUE added to the service's environment (repeatable)")
 	flag.IntVar(&o.count, "count", 300, "placements in the statement/round-trip counting phase")
 	flag.BoolVar(&o.seed, "seed", true, "seed the database when it has no benchmark data yet")
+	flag.StringVar(&o.apis, "apis", "", "label=path,label=path,…: measure several service binaries in rotation, each (scenario, concurrency) cell running every one back to back and sharing one pgbench run; -api and -label are then ignored")
 	flag.BoolVar(&o.noPgbench, "no-pgbench", false, "skip pgbench and the half-peak latency runs (quick experiments)")
 	flag.DurationVar(&o.quietWait, "quiet-wait", 15*time.Second, "before each run, wait up to this long for other processes on the machine to use less than 0.25 cores")
 	flag.Parse()
@@ -177,8 +179,16 @@ type HalfPeak struct {
 	Pgbench Run     `json:"pgbench"`
 }
 
+// variant is one service binary under test.
+type variant struct {
+	label, bin string
+	res        *Results
+}
+
 type env struct {
 	o         options
+	variants  []*variant
+	cur       *variant
 	res       *Results
 	conn      *pgx.Conn
 	postmastr int
@@ -187,11 +197,15 @@ type env struct {
 	hot       []string
 	api       *apiProc
 	apiMode   string
+	apiOf     *variant
 	seq       int
 }
 
 func run(ctx context.Context, o options) error {
-	if o.api == "" || o.dbURL == "" || o.pgData == "" || o.pgLog == "" || o.customers == "" {
+	if o.apis == "" && o.api == "" {
+		return errors.New("need -api or -apis")
+	}
+	if o.dbURL == "" || o.pgData == "" || o.pgLog == "" || o.customers == "" {
 		return errors.New("need -api, -db, -pgdata, -pglog and -customers (bench/run.sh passes them)")
 	}
 	for _, d := range []string{o.raw, filepath.Join(o.out, "history")} {
@@ -199,7 +213,23 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	e := &env{o: o, res: &Results{Label: o.label, Started: time.Now().UTC()}}
+	e := &env{o: o}
+	started := time.Now().UTC()
+	if o.apis == "" {
+		e.variants = []*variant{{label: o.label, bin: o.api}}
+	} else {
+		for _, kv := range strings.Split(o.apis, ",") {
+			label, bin, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("bad -apis entry %q", kv)
+			}
+			e.variants = append(e.variants, &variant{label: label, bin: bin})
+		}
+	}
+	for _, v := range e.variants {
+		v.res = &Results{Label: v.label, Started: started}
+	}
+	e.use(e.variants[0])
 	var err error
 	if e.postmastr, err = postmasterPID(o.pgData); err != nil {
 		return fmt.Errorf("postmaster pid: %w", err)
@@ -214,12 +244,20 @@ func run(ctx context.Context, o options) error {
 	if err := e.prepareData(ctx); err != nil {
 		return err
 	}
-	e.res.Machine = machine(ctx, e.conn, o.commit)
-	e.res.Settings = Settings{Duration: o.duration.String(), Warmup: o.warmup.String(), APIEnv: o.apiEnv, PGSettings: pgSettings(ctx, e.conn)}
+	m, settings := machine(ctx, e.conn, o.commit), Settings{Duration: o.duration.String(), Warmup: o.warmup.String(), APIEnv: o.apiEnv, PGSettings: pgSettings(ctx, e.conn)}
+	for _, v := range e.variants {
+		v.res.Machine, v.res.Settings = m, settings
+		if o.apis != "" {
+			v.res.Machine.Commit = v.label
+		}
+	}
 	defer e.stopAPI()
 
-	if err := e.count(ctx); err != nil {
-		return fmt.Errorf("counting: %w", err)
+	for _, v := range e.variants {
+		e.use(v)
+		if err := e.count(ctx); err != nil {
+			return fmt.Errorf("counting %s: %w", v.label, err)
+		}
 	}
 	for _, s := range o.scenarios {
 		concurrency := o.concurrency
@@ -227,8 +265,11 @@ func run(ctx context.Context, o options) error {
 			concurrency = o.concurrency[len(o.concurrency)-1:] // the top one only
 		}
 		for _, c := range concurrency {
-			if err := e.serviceRun(ctx, s, c, 0); err != nil {
-				return err
+			for _, v := range e.variants {
+				e.use(v)
+				if err := e.serviceRun(ctx, s, c, 0); err != nil {
+					return err
+				}
 			}
 			if script := map[string]string{"spread": "placement", "hot": "hot"}[s]; script != "" && !o.noPgbench {
 				if err := e.pgbenchRun(ctx, script, c, 0); err != nil {
@@ -236,27 +277,37 @@ func run(ctx context.Context, o options) error {
 				}
 			}
 		}
-		if s == "spread" && !o.noPgbench {
+		if s == "spread" && !o.noPgbench && len(e.variants) == 1 {
 			if err := e.halfPeak(ctx); err != nil {
 				return err
 			}
 		}
 	}
 	e.stopAPI()
-	e.res.Finished = time.Now().UTC()
-	for _, r := range e.res.Runs {
-		e.res.Failed = e.res.Failed || r.Failed
+	failed := false
+	for _, v := range e.variants {
+		e.use(v)
+		e.res.Finished = time.Now().UTC()
+		for _, r := range e.res.Runs {
+			e.res.Failed = e.res.Failed || r.Failed
+		}
+		if e.res.HalfPeak != nil {
+			e.res.Failed = e.res.Failed || e.res.HalfPeak.Service.Failed || e.res.HalfPeak.Pgbench.Failed
+		}
+		if err := e.write(); err != nil {
+			return err
+		}
+		failed = failed || e.res.Failed
 	}
-	if e.res.HalfPeak != nil {
-		e.res.Failed = e.res.Failed || e.res.HalfPeak.Service.Failed || e.res.HalfPeak.Pgbench.Failed
-	}
-	if err := e.write(); err != nil {
-		return err
-	}
-	if e.res.Failed {
+	if failed {
 		return errors.New("FAILED: a run broke an invariant or got unexpected responses; see REPORT.md")
 	}
 	return nil
+}
+
+// use makes v the variant under test.
+func (e *env) use(v *variant) {
+	e.cur, e.res = v, v.res
 }
 
 func (e *env) loadActors() error {
@@ -301,7 +352,7 @@ func (e *env) prepareData(ctx context.Context) error {
 // ensureAPI runs the service in mode "keys" or "nokeys", through addr
 // (empty: straight to the database).
 func (e *env) ensureAPI(ctx context.Context, mode, dbURL string) error {
-	if e.api != nil && e.apiMode == mode {
+	if e.api != nil && e.apiMode == mode && e.apiOf == e.cur {
 		return nil
 	}
 	e.stopAPI()
@@ -325,12 +376,12 @@ func (e *env) ensureAPI(ctx context.Context, mode, dbURL string) error {
 	if dbURL == "" {
 		dbURL = e.o.dbURL
 	}
-	p, err := startAPI(ctx, e.o.api, dbURL, filepath.Join(e.o.raw, "api-"+e.o.label+".log"), env)
+	p, err := startAPI(ctx, e.cur.bin, dbURL, filepath.Join(e.o.raw, "api-"+e.cur.label+".log"), env)
 	if err != nil {
 		return err
 	}
-	e.api, e.apiMode = p, mode
-	log.Printf("api %s on %s (pid %d)", mode, p.addr, p.pid())
+	e.api, e.apiMode, e.apiOf = p, mode, e.cur
+	log.Printf("api %s %s on %s (pid %d)", e.cur.label, mode, p.addr, p.pid())
 	return nil
 }
 
@@ -347,7 +398,7 @@ func (e *env) loadConfig(scenario string, c int, rate float64) load.Config {
 		Addr: e.api.addr, Scenario: scenario, Concurrency: c, Rate: rate,
 		Warmup: e.o.warmup, Duration: e.o.duration, Customers: e.customers,
 		Products: e.products, Hot: e.hot,
-		RunID: fmt.Sprintf("%s-%d-%d", e.o.label, time.Now().Unix(), e.seq), Seed: uint64(e.seq),
+		RunID: fmt.Sprintf("%s-%d-%d", e.cur.label, time.Now().Unix(), e.seq), Seed: uint64(e.seq),
 	}
 }
 
@@ -580,7 +631,11 @@ func (e *env) add(r Run) {
 	if r.Orders > 0 {
 		perK = 1000 * r.CPU.API / float64(r.Orders)
 	}
-	log.Printf("%-18s %-12s %8.0f/s  p50 %6.2f  p99 %7.2f ms  cpu api %.1fs pg %.1fs client %.1fs other %.1fs (%.2f api-s/1k)  [%s] %s",
+	name = e.cur.label + " " + name
+	if r.Kind == "pgbench" {
+		name = r.Scenario + " (pgbench)"
+	}
+	log.Printf("%-30s %-12s %8.0f/s  p50 %6.2f  p99 %7.2f ms  cpu api %.1fs pg %.1fs client %.1fs other %.1fs (%.2f api-s/1k)  [%s] %s",
 		name, mode, r.Throughput, r.Latency.P50, r.Latency.P99, r.CPU.API, r.CPU.Postgres, r.CPU.Client, r.CPU.Other, perK, statusLine(r.ByStatus), status)
 	e.res.Runs = append(e.res.Runs, r)
 }
@@ -597,7 +652,7 @@ func (e *env) pgbenchRun(ctx context.Context, script string, c int, rate float64
 	if err := load.Reset(ctx, e.conn); err != nil {
 		return err
 	}
-	prefix := filepath.Join(e.o.raw, fmt.Sprintf("pgbench-%s-%s-c%d", e.o.label, script, c))
+	prefix := filepath.Join(e.o.raw, fmt.Sprintf("pgbench-%s-%s-c%d", e.cur.label, script, c))
 	if rate > 0 {
 		prefix += "-rate"
 	}
@@ -628,7 +683,16 @@ func (e *env) pgbenchRun(ctx context.Context, script string, c int, rate float64
 		run.Examples = []string{lastLines(r.Output, 3)}
 	}
 	judge(&run)
-	e.add(run)
+	cur := e.cur
+	for i, v := range e.variants {
+		e.use(v)
+		if i == 0 {
+			e.add(run)
+		} else {
+			e.res.Runs = append(e.res.Runs, run)
+		}
+	}
+	e.use(cur)
 	return nil
 }
 
@@ -680,9 +744,9 @@ func (e *env) profile(scenario string, c int, rate float64) chan struct{} {
 		}
 		defer res.Body.Close()
 		_ = os.MkdirAll(e.o.pprofDir, 0o755)
-		name := fmt.Sprintf("%s-%s-c%d.pprof", e.o.label, scenario, c)
+		name := fmt.Sprintf("%s-%s-c%d.pprof", e.cur.label, scenario, c)
 		if rate > 0 {
-			name = fmt.Sprintf("%s-%s-rate%.0f.pprof", e.o.label, scenario, rate)
+			name = fmt.Sprintf("%s-%s-rate%.0f.pprof", e.cur.label, scenario, rate)
 		}
 		f, err := os.Create(filepath.Join(e.o.pprofDir, name))
 		if err != nil {

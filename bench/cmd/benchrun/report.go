@@ -19,10 +19,10 @@ func (e *env) write() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(e.o.raw, "results-"+e.o.label+".json"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.o.raw, "results-"+e.res.Label+".json"), b, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(e.o.out, "history", e.o.label+".json"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.o.out, "history", e.res.Label+".json"), b, 0o644); err != nil {
 		return err
 	}
 	hist, err := readHistory(filepath.Join(e.o.out, "history"))
@@ -49,7 +49,12 @@ func readHistory(dir string) ([]*Results, error) {
 		}
 		out = append(out, &r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.Before(out[j].Started)
+		}
+		return out[i].Label < out[j].Label
+	})
 	return out, nil
 }
 
