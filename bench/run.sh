@@ -14,7 +14,7 @@
 #   BENCH_CONCURRENCY [1,8,32] BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys,dispatch]
 #   BENCH_LABEL [current] BENCH_CUSTOMERS [64] BENCH_API_ENV ["KEY=VAL ..."]
 #   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
-#   BENCH_QUIET_WAIT [15s]: before each run, wait up to this long for other
+#   BENCH_QUIET_WAIT [10s]: before each run, wait up to this long for other
 #   processes on the machine to go quiet (a shared box's noise).
 #   BENCH_APIS="label=/path/to/api,label=/path/to/api,…" measures several
 #   service binaries in rotation (before/after comparisons in one session).
@@ -99,7 +99,7 @@ status=0
 (cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \
   -customers "$RAW/customers.jsonl" -pgbench "$PGBENCH" -scripts bench/pgbench \
   -out "$OUT" -raw "$RAW" -label "$LABEL" -commit "$(git -C "$API_SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-  -duration "$DURATION" -warmup "$WARMUP" -quiet-wait "${BENCH_QUIET_WAIT:-15s}" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
+  -duration "$DURATION" -warmup "$WARMUP" -quiet-wait "${BENCH_QUIET_WAIT:-10s}" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
   ${ENV_FLAGS[@]+"${ENV_FLAGS[@]}"} ${PPROF_FLAGS[@]+"${PPROF_FLAGS[@]}"}) || status=$?
 
 echo "== done in $(( $(date +%s) - START ))s; report: docs/bench/REPORT.md"

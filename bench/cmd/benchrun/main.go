@@ -271,7 +271,7 @@ func run(ctx context.Context, o options) error {
 					return err
 				}
 			}
-			if script := map[string]string{"spread": "placement", "hot": "hot"}[s]; script != "" && !o.noPgbench {
+			if script := map[string]string{"spread": "placement", "hot": "hot", "nokeys": "nokeys"}[s]; script != "" && !o.noPgbench {
 				if err := e.pgbenchRun(ctx, script, c, 0); err != nil {
 					return err
 				}
@@ -664,7 +664,7 @@ func (e *env) pgbenchRun(ctx context.Context, script string, c int, rate float64
 	if err != nil {
 		return err
 	}
-	inv, err := load.Check(ctx, e.conn, true, r.Processed, 0)
+	inv, err := load.Check(ctx, e.conn, script != "nokeys", r.Processed, 0)
 	if err != nil {
 		return err
 	}

@@ -111,8 +111,11 @@ func readPgbenchLogs(prefix string) (*hdrhistogram.Histogram, error) {
 
 // scriptFile names the pgbench script of a ceiling.
 func scriptFile(name string) string {
-	if name == "hot" {
+	switch name {
+	case "hot":
 		return "placement_hot.sql"
+	case "nokeys":
+		return "placement_nokeys.sql"
 	}
 	return name + ".sql"
 }

@@ -33,6 +33,7 @@ func plot(r *Results, path string) error {
 		{"service hot", "service", "hot", color.RGBA{0xd6, 0x27, 0x28, 255}, false},
 		{"pgbench hot", "pgbench", "hot", color.RGBA{0xd6, 0x27, 0x28, 255}, true},
 		{"service no-keys", "service", "nokeys", color.RGBA{0x2c, 0xa0, 0x2c, 255}, false},
+		{"pgbench no-keys", "pgbench", "nokeys", color.RGBA{0x2c, 0xa0, 0x2c, 255}, true},
 		{"service storm (keys)", "service", "storm", color.RGBA{0x94, 0x67, 0xbd, 255}, false},
 	}
 	cs := r.concurrencies()

@@ -1,0 +1,50 @@
+-- The placement script (placement.sql) without its idempotency statements
+-- (the two set_config calls, the claim, the completion): the ceiling for the
+-- service's benchmark-only no-keys mode (BENCH_DISABLE_IDEMPOTENCY=1), and,
+-- against placement.sql, what the keys cost the database alone.
+--
+-- spread: 1 to 3 distinct products out of 10,000, 1 to 3 units each; one
+-- customer per client (as the load generator's workers).
+\set n random(1, 3)
+\set p1 random(1, 3333)
+\set p2 3333 + random(1, 3333)
+\set p3 6666 + random(1, 3334)
+\set q1 random(1, 3)
+\set q2 random(1, 3)
+\set q3 random(1, 3)
+\set d1 -1 * :q1
+\set d2 -1 * :q2
+\set d3 -1 * :q3
+\set total 500 * (:q1 + :q2 + :q3)
+\set cust 900000 + :client_id
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT credit_limit_cents, active FROM actors WHERE id = bench_pid(:cust) FOR NO KEY UPDATE;
+SELECT id, price_cents, stock
+FROM products
+WHERE id = ANY((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)])
+ORDER BY id
+FOR NO KEY UPDATE;
+SELECT COALESCE(sum(total_cents - paid_cents), 0)::bigint AS outstanding
+FROM orders
+WHERE customer_id = bench_pid(:cust) AND status IN ('placed', 'shipped');
+UPDATE products p
+SET stock      = p.stock + d.delta,
+    version    = p.version + 1,
+    updated_at = now()
+FROM (SELECT unnest((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)]) AS id,
+             unnest((ARRAY[:d1::bigint, :d2::bigint, :d3::bigint])[1:(:n)]) AS delta) AS d
+WHERE p.id = d.id;
+INSERT INTO orders (id, customer_id, status, total_cents)
+VALUES (bench_uuidv7(), bench_pid(:cust), 'placed', :total)
+RETURNING id AS oid, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+\gset
+INSERT INTO order_lines (order_id, line_no, product_id, quantity, unit_price_cents)
+SELECT :oid::uuid,
+       unnest((ARRAY[1, 2, 3])[1:(:n)]),
+       unnest((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)]),
+       unnest((ARRAY[:q1::int, :q2::int, :q3::int])[1:(:n)]),
+       unnest((ARRAY[500, 500, 500]::bigint[])[1:(:n)]);
+INSERT INTO outbox_events (id, type, aggregate_id, payload)
+VALUES (bench_uuidv7(), 'order.placed', :oid::uuid,
+        ('{"id":"' || :oid || '","customer_id":"' || bench_pid(:cust) || '","status":"placed","lines":[' || rtrim(repeat('{"product_id":"00000000-0000-7000-8000-000000000000","quantity":1,"unit_price_cents":500},', :n), ',') || '],"total_cents":' || :total || ',"paid_cents":0,"created_at":"2026-01-01T00:00:00.000000Z","updated_at":"2026-01-01T00:00:00.000000Z"}')::jsonb);
+COMMIT;
