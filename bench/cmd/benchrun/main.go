@@ -43,6 +43,7 @@ type options struct {
 	quietWait                                              time.Duration
 	noPgbench                                              bool
 	apis                                                   string
+	reportOnly                                             bool
 }
 
 type multi []string
@@ -74,6 +75,7 @@ func main() {
 	flag.IntVar(&o.count, "count", 300, "placements in the statement/round-trip counting phase")
 	flag.BoolVar(&o.seed, "seed", true, "seed the database when it has no benchmark data yet")
 	flag.StringVar(&o.apis, "apis", "", "label=path,label=path,…: measure several service binaries in rotation, each (scenario, concurrency) cell running every one back to back and sharing one pgbench run; -api and -label are then ignored")
+	flag.BoolVar(&o.reportOnly, "report-only", false, "regenerate REPORT.md and throughput.png from history/<label>.json, measuring nothing")
 	flag.BoolVar(&o.noPgbench, "no-pgbench", false, "skip pgbench and the half-peak latency runs (quick experiments)")
 	flag.DurationVar(&o.quietWait, "quiet-wait", 15*time.Second, "before each run, wait up to this long for other processes on the machine to use less than 0.25 cores")
 	flag.Parse()
@@ -85,6 +87,12 @@ func main() {
 		o.concurrency = append(o.concurrency, n)
 	}
 	o.scenarios = strings.Split(scen, ",")
+	if o.reportOnly {
+		if err := reportOnly(o); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {

@@ -35,6 +35,26 @@ func (e *env) write() error {
 	return writeReport(filepath.Join(e.o.out, "REPORT.md"), generated(e.res, hist))
 }
 
+// reportOnly rewrites the report and the plot from a stored result.
+func reportOnly(o options) error {
+	b, err := os.ReadFile(filepath.Join(o.out, "history", o.label+".json"))
+	if err != nil {
+		return err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	hist, err := readHistory(filepath.Join(o.out, "history"))
+	if err != nil {
+		return err
+	}
+	if err := plot(&r, filepath.Join(o.out, "throughput.png")); err != nil {
+		return err
+	}
+	return writeReport(filepath.Join(o.out, "REPORT.md"), generated(&r, hist))
+}
+
 func readHistory(dir string) ([]*Results, error) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	var out []*Results
@@ -105,7 +125,7 @@ func (r *Results) concurrencies() []int {
 // ceiling is the pgbench script a service scenario compares with.
 func ceiling(scenario string) string {
 	switch scenario {
-	case "spread", "storm", "replay", "dispatch":
+	case "spread", "dispatch":
 		return "placement"
 	case "nokeys":
 		return "nokeys"
@@ -210,7 +230,7 @@ func generated(r *Results, hist []*Results) string {
 
 	p("\n### Throughput, latency, errors, CPU\n\n")
 	p("Throughput is orders per second (replay: replayed responses; storm: keys, each sent by 8 clients at once; mixed: requests). ")
-	p("The ratio compares with pgbench running the ceiling script at the same concurrency (hot: the hot script). ")
+	p("The ratio compares with pgbench running the ceiling script at the same concurrency (hot: the hot script; no-keys: the script without the key statements); replay, storm and mixed do other work and have none. ")
 	p("CPU is seconds per 1,000 orders (replay: per 1,000 replays) in the measured window: `api` is the service process, `pg` all PostgreSQL processes, `client` the load generator or pgbench.\n\n")
 	p("`other` is CPU used meanwhile by processes outside the benchmark (in cores, averaged over the window): on a shared machine it is the noise to read the row with.\n\n")
 	p("| scenario | c | throughput/s | ratio to pgbench | p50 ms | p95 ms | p99 ms | errors (non-2xx) | api CPU s/1k | pg CPU s/1k | client CPU s/1k | other cores | invariants |\n")
@@ -251,6 +271,12 @@ func generated(r *Results, hist []*Results) string {
 			p("| %s | %s | %.0f | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s | %.2f | %s |\n", name, cc, x.Throughput, rat,
 				x.Latency.P50, x.Latency.P95, x.Latency.P99, errorsOf(x), perK(x.CPU.API, work), perK(x.CPU.Postgres, work),
 				perK(x.CPU.Client, work), x.CPU.Other/x.Seconds, verdict(x))
+		}
+	}
+	for _, c := range r.concurrencies() {
+		if x := r.find("service", "dispatch", c); x != nil && x.Invariants != nil {
+			p("\ndispatch c=%d: the outbox dispatcher ran beside the placements at its defaults; when the run ended %d events were delivered and %d still pending (%.0f placed in all).",
+				c, x.Invariants.OutboxDelivered, x.Invariants.OutboxPending, float64(x.Invariants.Orders))
 		}
 	}
 	for _, c := range r.concurrencies() {

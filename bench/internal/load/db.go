@@ -87,12 +87,16 @@ func Reset(ctx context.Context, conn *pgx.Conn) error {
 
 // Invariants is the state check after a run.
 type Invariants struct {
-	Orders          int64    `json:"orders"`
-	CompletedKeys   int64    `json:"completed_keys"`
-	InProgressKeys  int64    `json:"in_progress_keys"`
-	KeysNamingOrder int64    `json:"keys_naming_an_order"`
-	StockMismatches int64    `json:"stock_mismatches"`
-	NegativeStock   int64    `json:"negative_stock"`
+	Orders          int64 `json:"orders"`
+	CompletedKeys   int64 `json:"completed_keys"`
+	InProgressKeys  int64 `json:"in_progress_keys"`
+	KeysNamingOrder int64 `json:"keys_naming_an_order"`
+	StockMismatches int64 `json:"stock_mismatches"`
+	NegativeStock   int64 `json:"negative_stock"`
+	// OutboxPending and OutboxDelivered count the events left to deliver
+	// and delivered when the run ended (the dispatch scenario).
+	OutboxPending   int64    `json:"outbox_pending"`
+	OutboxDelivered int64    `json:"outbox_delivered"`
 	Violations      []string `json:"violations,omitempty"`
 }
 
@@ -129,6 +133,10 @@ SELECT
 		&v.Orders, &v.CompletedKeys, &v.InProgressKeys, &v.KeysNamingOrder, &v.StockMismatches, &v.NegativeStock)
 	if err != nil {
 		return v, fmt.Errorf("check invariants: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state IN ('pending', 'claimed')),
+		count(*) FILTER (WHERE state = 'delivered') FROM outbox_events`).Scan(&v.OutboxPending, &v.OutboxDelivered); err != nil {
+		return v, fmt.Errorf("count outbox events: %w", err)
 	}
 	bad := func(f string, a ...any) { v.Violations = append(v.Violations, fmt.Sprintf(f, a...)) }
 	if v.StockMismatches != 0 {
