@@ -361,13 +361,15 @@ func TestPurgeSparesKeyReclaimedByRequest(t *testing.T) {
 
 // placementsDuringPurge fills the table with 200,000 expired records, among
 // them 200 whose keys eight customers are about to reuse, starts purge, and
-// places those 200 orders while it runs. It returns the statuses and the
+// places those 200 orders while it runs. purge may close deleted once its
+// rows are deleted but not yet committed, and may wait for placed, which is
+// closed when the placements are done. It returns the statuses and the
 // latencies, and logs the latencies next to a baseline taken before.
 // keyWait is IDEMPOTENCY_WAIT for the placements: far above one purge batch
 // (milliseconds), far below one unbounded delete of 200,000 rows.
 const keyWait = 150 * time.Millisecond
 
-func placementsDuringPurge(t *testing.T, purge func(e *testkit.Env) (int64, error)) (statuses map[int]int, codes map[string]int) {
+func placementsDuringPurge(t *testing.T, purge func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error)) (statuses map[int]int, codes map[string]int) {
 	const customers, perCustomer, filler = 8, 25, 200_000
 	e := testkit.New(t, testkit.Options{KeyWait: keyWait, MaxConns: 24})
 	type buyer struct {
@@ -411,19 +413,28 @@ func placementsDuringPurge(t *testing.T, purge func(e *testkit.Env) (int64, erro
 	baseline := placeAll(func(i int) string { return fmt.Sprintf("base-%d", i) })
 
 	purged := make(chan error, 1)
+	deletedUncommitted, placed := make(chan struct{}), make(chan struct{})
+	var openGate sync.Once
+	defer openGate.Do(func() { close(placed) }) // also when the test stops early
 	var deleted int64
 	began := time.Now()
 	go func() {
 		var err error
-		deleted, err = purge(e)
+		deleted, err = purge(e, deletedUncommitted, placed)
 		purged <- err
 	}()
-	waitFor(t, 10*time.Second, "the purge to start deleting", func() bool {
+	waitFor(t, 2*time.Minute, "the purge to start deleting", func() bool {
+		select {
+		case <-deletedUncommitted:
+			return true
+		default:
+		}
 		return queryInt(t, e.Pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND state = 'active' AND query LIKE '%DELETE FROM idempotency_keys%' AND pid <> pg_backend_pid()`) > 0 ||
 			queryInt(t, e.Pool, `SELECT count(*) FROM idempotency_keys WHERE operation = 'filler'`) < filler
 	})
 	during := placeAll(func(i int) string { return fmt.Sprintf("hot-%d", i) })
+	openGate.Do(func() { close(placed) })
 	placedBy := time.Since(began)
 	if err := <-purged; err != nil {
 		t.Fatalf("purge: %v", err)
@@ -448,13 +459,16 @@ func summary(ds []time.Duration) string {
 // one batch at most, so every one succeeds; latencies are logged, not
 // asserted. One unbounded DELETE, the naive purge, holds every deleted row
 // until it commits, and placements that reuse those keys run out of
-// IDEMPOTENCY_WAIT (here keyWait) or the lock timeout.
+// IDEMPOTENCY_WAIT (here keyWait) or the lock timeout. The naive run does not
+// hope that its DELETE outlasts the placements: it deletes inside a
+// transaction and holds that transaction open at a gate until the
+// placements have finished, which is what one long DELETE does to them.
 func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 	t.Parallel()
 	// The two run one after the other, so that neither's latencies include
 	// the other's 200,000-row setup.
 	t.Run("bounded batches", func(t *testing.T) {
-		statuses, _ := placementsDuringPurge(t, func(e *testkit.Env) (int64, error) {
+		statuses, _ := placementsDuringPurge(t, func(e *testkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
 			return infra.NewPurger(e.Pool, testkit.Logger(t), nil, infra.PurgeConfig{}).PurgeOnce(context.Background())
 		})
 		if statuses[http.StatusCreated] != 200 {
@@ -462,9 +476,20 @@ func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 		}
 	})
 	t.Run("naive unbounded delete is caught", func(t *testing.T) {
-		statuses, codes := placementsDuringPurge(t, func(e *testkit.Env) (int64, error) {
-			tag, err := e.Pool.Exec(context.Background(), `DELETE FROM idempotency_keys WHERE expires_at <= now()`)
-			return tag.RowsAffected(), err
+		statuses, codes := placementsDuringPurge(t, func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error) {
+			ctx := context.Background()
+			tx, err := e.Pool.Begin(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+			tag, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= now()`)
+			if err != nil {
+				return 0, err
+			}
+			close(deleted)
+			<-placed // the gate: the DELETE's row locks are held while every placement runs
+			return tag.RowsAffected(), tx.Commit(ctx)
 		})
 		if statuses[http.StatusCreated] == 200 {
 			t.Fatal("no placement stalled behind the unbounded delete: the test cannot tell the two purges apart")
