@@ -64,9 +64,8 @@ type ProductRepo interface {
 // statements in two round trips instead of five. It runs exactly the
 // statements of the repositories' methods named below, in the same order, so
 // it takes the same locks in the same global order and reads and writes the
-// same rows; only the network exchanges are fewer. A Tx without it (a test's
-// overridden repositories, for one) gets the stepwise path, built from those
-// methods.
+// same rows; only the network exchanges are fewer. A Tx without it gets the
+// stepwise path, built from those methods.
 type PlacementStore interface {
 	// LockForPlacement runs ActorRepo.LockForOrder (the customer's row lock
 	// first), ProductRepo.LockForUpdate (the products' locks, by id) and

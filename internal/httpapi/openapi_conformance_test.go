@@ -175,16 +175,18 @@ func TestOpenAPIConformance(t *testing.T) {
 // answer, with its Retry-After, against the document.
 func TestOpenAPIConformanceInProgress(t *testing.T) {
 	t.Parallel()
-	e, entered := slowEnv(t, 400*time.Millisecond, 100*time.Millisecond, false)
+	e := keysEnv(t, 100*time.Millisecond, false)
 	c := newConformance(t, e)
 	id := e.NewProduct(100, 10)
+	stop := e.Hooks.Stop(testkit.After, "ProductAdjustStock") // the original holds its key
 	first := make(chan struct{})
 	go func() {
 		defer close(first)
 		e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 1, "reason": "x"}, "Idempotency-Key", "slow")
 	}()
-	<-entered
+	stop.WaitArrived(t, 10*time.Second)
 	c.want(c.do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 1, "reason": "x"}, "Idempotency-Key", "slow"), 409, "idempotency_in_progress")
+	stop.Release()
 	<-first
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,10 +58,12 @@ func raceSameKeyAdjust(t *testing.T, e *testkit.Env) []string {
 	const n = 50
 	id := e.NewProduct(100, 10)
 	res := make([]*testkit.Response, n)
+	done := adjustMeet(8).arm(t, e)
 	testkit.Race(n, func(i int) {
 		res[i] = e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 5, "reason": "restock"},
 			"Idempotency-Key", "restock-2024-06-01")
 	})
+	done()
 	var broken []string
 	fresh, replays := 0, 0
 	answers := map[string]int{} // status and body -> how many got it
@@ -102,7 +103,10 @@ func raceSameKeyAdjust(t *testing.T, e *testkit.Env) []string {
 // EXT.IDEMPOTENCY.KEY.001: the claim is a unique-key insert in the business
 // transaction, so the losers wait for the winner and replay it). The naive
 // variant checks for a record with a plain SELECT and inserts it at the end
-// (check-then-act) and is shown to apply the adjustment more than once.
+// (check-then-act) and is shown to apply the adjustment more than once. Both
+// runs meet after the stock UPDATE: guarded, the first request is held there
+// with its claim on the key, and 7 others wait on that claim; naive, they
+// wait on the product row instead, each about to apply the adjustment again.
 func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
@@ -113,7 +117,7 @@ func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
 	})
 	t.Run("naive check-then-act key store is caught", func(t *testing.T) {
 		t.Parallel()
-		e := testkit.New(t, testkit.Options{Wrap: withNaiveKeys(testkit.NewGate(8, time.Second))})
+		e := testkit.New(t, testkit.Options{Wrap: withNaiveKeys()})
 		broken := raceSameKeyAdjust(t, e)
 		if len(broken) == 0 {
 			t.Fatal("the naive key store kept the invariant: the test cannot tell a unique claim from check-then-act")
@@ -122,23 +126,25 @@ func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
 	})
 }
 
-// withNaiveKeys swaps the key store for a naiveKeyStore whose requests meet
-// at gate between their check and their act.
-func withNaiveKeys(gate *testkit.Gate) func(app.Transactor) app.Transactor {
+// withNaiveKeys swaps the key store for a naiveKeyStore.
+func withNaiveKeys() func(app.Transactor) app.Transactor {
 	return func(inner app.Transactor) app.Transactor {
 		return testkit.Override{Inner: inner, Keys: func(tx app.Tx) app.KeyStore {
-			return naiveKeyStore{db: testkit.Conn(tx), gate: gate}
+			return naiveKeyStore{db: testkit.Conn(tx)}
 		}}
 	}
 }
 
+// adjustMeet is a stock adjustment's meeting point: after its UPDATE of the
+// stock (guarded: with the row lock), before its stock_adjustments row.
+func adjustMeet(n int) meet { return meet{testkit.Before, "StockAdjustmentInsert", n} }
+
 // naiveKeyStore is the classic broken idempotency store: Claim looks for a
 // record with a plain SELECT and goes ahead when there is none; Complete
 // inserts the record and ignores a conflict. Two requests that both look
-// before either commits both execute. A nil gate lets each go at once.
+// before either commits both execute.
 type naiveKeyStore struct {
-	db   dbsqlc.DBTX
-	gate *testkit.Gate
+	db dbsqlc.DBTX
 }
 
 func (s naiveKeyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
@@ -152,9 +158,6 @@ func (s naiveKeyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, erro
 		FROM idempotency_keys WHERE actor_id = $1 AND operation = $2 AND key = $3`,
 		k.ActorID, k.Operation, k.Value).Scan(&fp, &status, &headers, &body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if s.gate != nil {
-			s.gate.Wait() // let several requests check before any acts
-		}
 		return nil, nil
 	}
 	if err != nil {
@@ -194,6 +197,8 @@ func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
 	const stock, n = 10, 30
 	id := e.NewProduct(100, stock)
 	statuses := make([]int, n)
+	done := adjustMeet(8).arm(t, e)
+	defer done()
 	testkit.Race(n, func(i int) {
 		r := e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": -1, "reason": "sold at the counter"},
 			"Idempotency-Key", "sale-"+strconv.Itoa(i))
@@ -228,7 +233,10 @@ func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
 // by one guarded UPDATE … WHERE stock + delta >= 0 and backed by the
 // products_stock_nonnegative CHECK). The naive variant reads the stock,
 // checks it in Go and writes the value it computed, on a database whose CHECK
-// was dropped, and is shown to oversell and lose updates.
+// was dropped, and is shown to oversell and lose updates. Both runs meet
+// before the stock_adjustments row: guarded, the first withdrawal is held
+// there with the row lock of its guarded UPDATE until 7 others wait on it;
+// naive, 8 withdrawals have read the stock and none has written.
 func TestRaceWithdrawalsNeverOversell(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
@@ -239,10 +247,9 @@ func TestRaceWithdrawalsNeverOversell(t *testing.T) {
 	})
 	t.Run("naive read-check-write is caught", func(t *testing.T) {
 		t.Parallel()
-		gate := testkit.NewGate(8, time.Second)
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return naiveAdjust{ProductRepo: tx.Products(), db: testkit.Conn(tx), gate: gate}
+				return naiveAdjust{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
 			}}
 		}})
 		// The constraint is the last line of defence; without it the naive
@@ -260,8 +267,7 @@ func TestRaceWithdrawalsNeverOversell(t *testing.T) {
 // it computed: every writer that read the same stock overwrites the others.
 type naiveAdjust struct {
 	app.ProductRepo
-	db   dbsqlc.DBTX
-	gate *testkit.Gate
+	db dbsqlc.DBTX
 }
 
 func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error) {
@@ -276,13 +282,14 @@ func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.S
 	if stock+adj.Delta < 0 {
 		return nil, &domain.InsufficientStockError{ProductID: adj.ProductID, Requested: -adj.Delta, Available: stock}
 	}
-	n.gate.Wait() // let several requests read before any writes
 	after := stock + adj.Delta
-	if _, err := n.db.Exec(ctx, `UPDATE products SET stock = $2, version = version + 1, updated_at = now() WHERE id = $1`, adj.ProductID, after); err != nil {
+	err = dbsqlc.New().StockAdjustmentInsert(ctx, n.db, dbsqlc.StockAdjustmentInsertParams{
+		ID: uuid.New(), ProductID: adj.ProductID, ActorID: actorID, Delta: adj.Delta, Reason: adj.Reason, StockAfter: after,
+	})
+	if err != nil {
 		return nil, err
 	}
-	if _, err := n.db.Exec(ctx, `INSERT INTO stock_adjustments (id, product_id, actor_id, delta, reason, stock_after)
-		VALUES (gen_random_uuid(), $1, $2, $3, $4, $5)`, adj.ProductID, actorID, adj.Delta, adj.Reason, after); err != nil {
+	if _, err := n.db.Exec(ctx, `UPDATE products SET stock = $2, version = version + 1, updated_at = now() WHERE id = $1`, adj.ProductID, after); err != nil {
 		return nil, err
 	}
 	return n.Get(ctx, adj.ProductID)
@@ -290,62 +297,38 @@ func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.S
 
 // ---- a duplicate while the original is in flight
 
-// holdAdjust lets the real adjustment run and then keeps its transaction
-// open for hold, after telling entered that the business write is done.
-type holdAdjust struct {
-	app.ProductRepo
-	entered func()
-	hold    time.Duration
-}
-
-func (h holdAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error) {
-	p, err := h.ProductRepo.Adjust(ctx, actorID, adj)
-	if err == nil {
-		h.entered()
-		time.Sleep(h.hold)
+// keysEnv is a service with the real key store, or with naiveKeyStore.
+func keysEnv(t *testing.T, keyWait time.Duration, naiveKeys bool) *testkit.Env {
+	o := testkit.Options{KeyWait: keyWait}
+	if naiveKeys {
+		o.Wrap = withNaiveKeys()
 	}
-	return p, err
+	return testkit.New(t, o)
 }
 
-// slowEnv is a service whose adjustments stay in their transaction for hold
-// after the write; entered is closed when the first one got there.
-func slowEnv(t *testing.T, hold, keyWait time.Duration, naiveKeys bool) (*testkit.Env, <-chan struct{}) {
-	entered := make(chan struct{})
-	var once sync.Once
-	e := testkit.New(t, testkit.Options{KeyWait: keyWait, Wrap: func(inner app.Transactor) app.Transactor {
-		o := testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-			return holdAdjust{ProductRepo: tx.Products(), hold: hold, entered: func() { once.Do(func() { close(entered) }) }}
-		}}
-		if naiveKeys {
-			// No gate: the held original already overlaps the duplicate.
-			o.Keys = func(tx app.Tx) app.KeyStore { return naiveKeyStore{db: testkit.Conn(tx)} }
-		}
-		return o
-	}})
-	return e, entered
-}
-
-// raceDuplicateInFlight sends an adjustment, and while its transaction is
-// still open after the write, the same request again. It returns the broken
-// invariants (EXT.IDEMPOTENCY.REPLAY.001): the duplicate waits for the
-// original and replays its answer, and the stock changes once.
-func raceDuplicateInFlight(t *testing.T, e *testkit.Env, entered <-chan struct{}, hold time.Duration) []string {
+// raceDuplicateInFlight sends an adjustment, holds it after its stock UPDATE
+// with its transaction open, and sends the same request again; the original
+// goes on once the duplicate waits for a lock behind it. It returns the
+// broken invariants (EXT.IDEMPOTENCY.REPLAY.001): the duplicate waits for
+// the original and replays its answer, and the stock changes once.
+func raceDuplicateInFlight(t *testing.T, e *testkit.Env) []string {
 	id := e.NewProduct(100, 10)
 	send := func() *testkit.Response {
 		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 3, "reason": "late delivery"},
 			"Idempotency-Key", "delivery-77")
 	}
+	il := e.Interleave(testkit.After, "ProductAdjustStock", 2)
 	first := make(chan *testkit.Response, 1)
 	go func() { first <- send() }()
 	select {
-	case <-entered:
+	case <-il.Arrived():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the original request never reached its business write")
 	}
-	start := time.Now()
 	dup := send()
-	waited := time.Since(start)
 	orig := <-first
+	held, waiting := il.Wait(t)
+	t.Logf("the original was held after its UPDATE until %d request waited for a lock behind it (held %d)", waiting, held)
 
 	var broken []string
 	if orig.Status != http.StatusCreated || replayed(orig) {
@@ -356,9 +339,6 @@ func raceDuplicateInFlight(t *testing.T, e *testkit.Env, entered <-chan struct{}
 	}
 	if !bytes.Equal(orig.Body, dup.Body) {
 		broken = append(broken, fmt.Sprintf("duplicate answered %s, original %s", dup.Body, orig.Body))
-	}
-	if replayed(dup) && waited < hold/2 {
-		broken = append(broken, fmt.Sprintf("duplicate answered after %s, before the original (held %s) could have committed", waited, hold))
 	}
 	if s := stockOf(e, id); s != 13 {
 		broken = append(broken, fmt.Sprintf("stock is %d after one +3 adjustment sent twice, want 13", s))
@@ -373,18 +353,15 @@ func raceDuplicateInFlight(t *testing.T, e *testkit.Env, entered <-chan struct{}
 // check-then-act key store is shown to run the duplicate a second time.
 func TestRaceDuplicateInFlightWaitsThenReplays(t *testing.T) {
 	t.Parallel()
-	const hold = 300 * time.Millisecond
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		e, entered := slowEnv(t, hold, 5*time.Second, false)
-		for _, b := range raceDuplicateInFlight(t, e, entered, hold) {
+		for _, b := range raceDuplicateInFlight(t, keysEnv(t, 5*time.Second, false)) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive check-then-act key store is caught", func(t *testing.T) {
 		t.Parallel()
-		e, entered := slowEnv(t, hold, 5*time.Second, true)
-		broken := raceDuplicateInFlight(t, e, entered, hold)
+		broken := raceDuplicateInFlight(t, keysEnv(t, 5*time.Second, true))
 		if len(broken) == 0 {
 			t.Fatal("the naive key store kept the invariant: the test cannot tell a waiting claim from check-then-act")
 		}
@@ -396,19 +373,22 @@ func TestRaceDuplicateInFlightWaitsThenReplays(t *testing.T) {
 // in flight after IDEMPOTENCY_WAIT, the duplicate gets 409
 // idempotency_in_progress with Retry-After and changes nothing; once the
 // original has finished, the same retry replays it
-// (EXT.IDEMPOTENCY.REPLAY.001: "reports in-progress status").
+// (EXT.IDEMPOTENCY.REPLAY.001: "reports in-progress status"). The original is
+// held after its stock UPDATE until the duplicate has its answer.
 func TestRaceDuplicateInFlightPastWaitIsInProgress(t *testing.T) {
 	t.Parallel()
-	e, entered := slowEnv(t, 400*time.Millisecond, 100*time.Millisecond, false)
+	e := keysEnv(t, 100*time.Millisecond, false)
 	id := e.NewProduct(100, 10)
 	send := func() *testkit.Response {
 		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 2, "reason": "found in the back"},
 			"Idempotency-Key", `"found-2"`)
 	}
+	stop := e.Hooks.Stop(testkit.After, "ProductAdjustStock")
 	first := make(chan *testkit.Response, 1)
 	go func() { first <- send() }()
-	<-entered
+	stop.WaitArrived(t, 10*time.Second)
 	busy := send()
+	stop.Release()
 	if busy.Status != http.StatusConflict || busy.Code() != "idempotency_in_progress" {
 		t.Fatalf("duplicate past the wait: %d %s, want 409 idempotency_in_progress", busy.Status, busy.Body)
 	}

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -17,20 +17,42 @@ import (
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
+// meet is where a race test's racers meet: a stop before or after a named
+// statement, released once n racers are there, held at the stop or waiting
+// for a lock behind the one held (testkit.Env.Interleave). Guarded and naive
+// runs both go through it, so the interleaving is forced in both.
+type meet struct {
+	where     testkit.Where
+	statement string
+	n         int
+}
+
+// arm arms the meeting on e; call done after the race.
+func (m meet) arm(t *testing.T, e *testkit.Env) (done func()) {
+	il := e.Interleave(m.where, m.statement, m.n)
+	return func() {
+		t.Helper()
+		held, waiting := il.Wait(t)
+		t.Logf("interleaving forced %s %s: %d racers held there, %d waiting for a lock", m.where, m.statement, held, waiting)
+	}
+}
+
 // raceTest runs an invariant check twice: against the real service, where it
 // must hold, and against a deliberately naive variant of the mechanism, where
 // it must break. The second run is the proof that the test can fail (the
-// seed's "race reproduced, then shown fixed").
-func raceTest(t *testing.T, check func(t *testing.T, e *testkit.Env) []string, naive func(t *testing.T) *testkit.Env) {
+// seed's "race reproduced, then shown fixed"). Each run forces its
+// interleaving at its meeting point.
+func raceTest(t *testing.T, check func(t *testing.T, e *testkit.Env, m meet) []string, guarded meet, naive func(t *testing.T) (*testkit.Env, meet)) {
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range check(t, testkit.New(t)) {
+		for _, b := range check(t, testkit.New(t), guarded) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive variant is caught", func(t *testing.T) {
 		t.Parallel()
-		broken := check(t, naive(t))
+		e, m := naive(t)
+		broken := check(t, e, m)
 		if len(broken) == 0 {
 			t.Fatal("the naive variant kept the invariant: this test cannot catch the race")
 		}
@@ -64,7 +86,7 @@ func placeOrder(e *testkit.Env, token, key string, lines ...any) *testkit.Respon
 // checkNoOversell: stock 10, 100 concurrent single-unit orders from 100
 // customers (so that only the product row is shared). Exactly 10 succeed,
 // the other 90 get insufficient_stock, and stock ends at 0.
-func checkNoOversell(t *testing.T, e *testkit.Env) []string {
+func checkNoOversell(t *testing.T, e *testkit.Env, m meet) []string {
 	found := &findings{}
 	const n, stock = 100, 10
 	product := e.NewProduct(100, stock)
@@ -73,6 +95,7 @@ func checkNoOversell(t *testing.T, e *testkit.Env) []string {
 		customers[i] = e.NewActor("customer", 1_000_000)
 	}
 	statuses := make([]int, n)
+	done := m.arm(t, e)
 	testkit.Race(n, func(i int) {
 		res := placeOrder(e, customers[i].Token, "k", product, 1)
 		statuses[i] = res.Status
@@ -80,6 +103,7 @@ func checkNoOversell(t *testing.T, e *testkit.Env) []string {
 			found.add("order %d: %d %s", i, res.Status, res.Body)
 		}
 	})
+	done()
 	var broken []string
 	ok := count(statuses, http.StatusCreated)
 	left := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, product)
@@ -94,136 +118,176 @@ func checkNoOversell(t *testing.T, e *testkit.Env) []string {
 	return append(broken, found.list...)
 }
 
+// betweenReadAndWrite is a placement's meeting point: its reads (and, when
+// guarded, its locks) are done, its writes not yet sent.
+func betweenReadAndWrite(n int) meet { return meet{testkit.Before, "OrderInsert", n} }
+
+// TestRaceNoOversell: guarded, the first placement is held with its product
+// lock until 11 others wait on that lock; the naive placement reads the stock
+// without a lock, and 12 placements meet after their reads.
 func TestRaceNoOversell(t *testing.T) {
 	t.Parallel()
-	raceTest(t, checkNoOversell, func(t *testing.T) *testkit.Env {
-		gate := testkit.NewGate(12, time.Second)
-		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return naiveStock{ProductRepo: tx.Products(), db: testkit.Conn(tx), gate: gate}
-			}}
-		}})
+	raceTest(t, checkNoOversell, betweenReadAndWrite(12), func(t *testing.T) (*testkit.Env, meet) {
+		e := withNaivePlacement(t, naivePlacement{lockProducts: false, lostUpdate: true})
 		// The CHECK constraint is the last line of defence; without it the
 		// naive variant shows what the locks alone prevent.
 		e.Exec(`ALTER TABLE products DROP CONSTRAINT products_stock_nonnegative`)
-		return e
+		return e, betweenReadAndWrite(12)
 	})
 }
 
-// naiveStock reads stock without locking, lets the application check it,
-// and writes back a value computed in the application: a lost update.
-type naiveStock struct {
-	app.ProductRepo
-	db   dbsqlc.DBTX
-	gate *testkit.Gate
+// naivePlacement is order placement with one of its mechanisms taken out,
+// run where production runs it (app.PlacementStore). What it keeps of the
+// real statements it takes from the real repositories.
+type naivePlacement struct {
+	tx   app.Tx
+	real app.PlacementStore
+	// lockActor and lockProducts say which row locks it still takes; the
+	// others are plain reads.
+	lockActor, lockProducts bool
+	// lostUpdate writes back the stock it computed from its read instead of
+	// decrementing in the database.
+	lostUpdate bool
+	// lineOrder takes each line's stock with its own UPDATE, in the order of
+	// the request's lines instead of one global order.
+	lineOrder bool
+
+	read []app.StockRow
 }
 
-func (n naiveStock) LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
-	rows, err := n.db.Query(ctx, `SELECT id, price_cents, stock FROM products WHERE id = ANY($1) ORDER BY id`, ids)
-	if err != nil {
-		return nil, err
+func withNaivePlacement(t *testing.T, n naivePlacement, opts ...testkit.Options) *testkit.Env {
+	var o testkit.Options
+	if len(opts) > 0 {
+		o = opts[0]
 	}
-	defer rows.Close()
-	var out []app.StockRow
-	for rows.Next() {
-		var r app.StockRow
-		if err := rows.Scan(&r.ID, &r.Price, &r.Stock); err != nil {
+	o.Wrap = func(inner app.Transactor) app.Transactor {
+		return testkit.Override{Inner: inner, Placement: func(tx app.Tx) app.PlacementStore {
+			p := n
+			p.tx, p.real = tx, tx.(app.PlacementStore)
+			return &p
+		}}
+	}
+	return testkit.New(t, o)
+}
+
+func (n *naivePlacement) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
+	db := testkit.Conn(n.tx)
+	var out app.PlacementLocks
+	var err error
+	if n.lockActor {
+		out.Limit, out.Active, err = n.tx.Actors().LockForOrder(ctx, customer)
+	} else {
+		var limit int64
+		err = db.QueryRow(ctx, `SELECT credit_limit_cents, active FROM actors WHERE id = $1`, customer).Scan(&limit, &out.Active)
+		out.Limit = domain.Cents(limit)
+	}
+	if err != nil {
+		return out, err
+	}
+	if n.lockProducts {
+		out.Rows, err = n.tx.Products().LockForUpdate(ctx, ids)
+	} else {
+		var rows pgx.Rows
+		if rows, err = db.Query(ctx, `SELECT id, price_cents, stock FROM products WHERE id = ANY($1) ORDER BY id`, ids); err == nil {
+			out.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.StockRow, error) {
+				var s app.StockRow
+				return s, r.Scan(&s.ID, &s.Price, &s.Stock)
+			})
+		}
+	}
+	if err != nil {
+		return out, err
+	}
+	n.read = out.Rows
+	out.Outstanding, err = n.tx.Actors().Outstanding(ctx, customer)
+	return out, err
+}
+
+func (n *naivePlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+	db := testkit.Conn(n.tx)
+	switch {
+	case n.lostUpdate:
+		placed, err := n.real.WritePlacement(ctx, o, nil) // the order and its lines, no stock
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
-	}
-	if n.gate != nil {
-		n.gate.Wait() // let several requests read before any writes
-	}
-	return out, rows.Err()
-}
-
-func (n naiveStock) AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error {
-	for id, d := range deltas { // map order: whatever order Go picks
-		var stock int64
-		if err := n.db.QueryRow(ctx, `SELECT stock FROM products WHERE id = $1`, id).Scan(&stock); err != nil {
-			return err
+		for _, r := range n.read {
+			if _, err := db.Exec(ctx, `UPDATE products SET stock = $2 WHERE id = $1`, r.ID, r.Stock+take[r.ID]); err != nil {
+				return nil, err
+			}
 		}
-		if _, err := n.db.Exec(ctx, `UPDATE products SET stock = $2 WHERE id = $1`, id, stock+d); err != nil {
-			return err
+		return placed, nil
+	case n.lineOrder:
+		for _, l := range o.Lines() {
+			if _, err := db.Exec(ctx, "-- name: NaiveTakeStock\nUPDATE products SET stock = stock - $2 WHERE id = $1", l.ProductID, int64(l.Quantity)); err != nil {
+				return nil, err
+			}
 		}
+		return n.real.WritePlacement(ctx, o, nil)
 	}
-	return nil
+	return n.real.WritePlacement(ctx, o, take)
 }
 
 // ---- reversed lines never deadlock
 
-// checkReversedLines: 30 concurrent two-line orders, half A then B, half B
-// then A. Every one succeeds, no deadlock happens (not even one the runner
-// would retry), and the stock adds up.
-func checkReversedLines(t *testing.T, e *testkit.Env) []string {
+// checkReversedLines: rounds of two concurrent two-line orders, one A then B,
+// the other B then A. Every one succeeds, no deadlock happens (not even one
+// the runner would retry), and the stock adds up.
+func checkReversedLines(t *testing.T, e *testkit.Env, m meet) []string {
 	found := &findings{}
-	const n, stock = 30, 10_000
+	const rounds, stock = 10, 10_000
 	a, b := e.NewProduct(10, stock), e.NewProduct(10, stock)
-	customers := make([]testkit.Actor, n)
-	for i := range customers {
-		customers[i] = e.NewActor("customer", 1_000_000)
+	ok := 0
+	for round := range rounds {
+		customers := [2]testkit.Actor{e.NewActor("customer", 1_000_000), e.NewActor("customer", 1_000_000)}
+		statuses := make([]int, 2)
+		done := m.arm(t, e)
+		testkit.Race(2, func(i int) {
+			var res *testkit.Response
+			if i == 0 {
+				res = placeOrder(e, customers[i].Token, "k", a, 1, b, 2)
+			} else {
+				res = placeOrder(e, customers[i].Token, "k", b, 2, a, 1)
+			}
+			statuses[i] = res.Status
+			if res.Status != http.StatusCreated {
+				found.add("round %d order %d: %d %s", round, i, res.Status, res.Body)
+			}
+		})
+		done()
+		ok += count(statuses, http.StatusCreated)
 	}
-	statuses := make([]int, n)
-	testkit.Race(n, func(i int) {
-		var res *testkit.Response
-		if i%2 == 0 {
-			res = placeOrder(e, customers[i].Token, "k", a, 1, b, 2)
-		} else {
-			res = placeOrder(e, customers[i].Token, "k", b, 2, a, 1)
-		}
-		statuses[i] = res.Status
-		if res.Status != http.StatusCreated {
-			found.add("order %d: %d %s", i, res.Status, res.Body)
-		}
-	})
 	var broken []string
 	deadlocks := e.Metric("ordersvc_tx_retries_total", "sqlstate", "40P01")
 	sa := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, a)
 	sb := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, b)
-	t.Logf("attempts %d, successes %d, deadlocks retried %v, stock A %d B %d", n, count(statuses, http.StatusCreated), deadlocks, sa, sb)
+	t.Logf("attempts %d, successes %d, deadlocks retried %v, stock A %d B %d", 2*rounds, ok, deadlocks, sa, sb)
 	if deadlocks > 0 {
 		broken = append(broken, fmt.Sprintf("%v deadlocks (40P01) happened", deadlocks))
 	}
-	if ok := count(statuses, http.StatusCreated); ok != n {
-		broken = append(broken, fmt.Sprintf("%d of %d orders succeeded", ok, n))
+	if ok != 2*rounds {
+		broken = append(broken, fmt.Sprintf("%d of %d orders succeeded", ok, 2*rounds))
 	}
-	if sa != stock-n || sb != stock-2*n {
-		broken = append(broken, fmt.Sprintf("stock A %d B %d, want %d and %d", sa, sb, stock-n, stock-2*n))
+	if sa != stock-2*rounds || sb != stock-4*rounds {
+		broken = append(broken, fmt.Sprintf("stock A %d B %d, want %d and %d", sa, sb, stock-2*rounds, stock-4*rounds))
 	}
 	return append(broken, found.list...)
 }
 
+// TestRaceReversedLinesNeverDeadlock: guarded, the first placement of each
+// pair is held with both product locks (taken in id order) until the other
+// waits on them; the naive placement takes each line's lock with its own
+// UPDATE in the request's order, and the two meet after their first UPDATE,
+// each holding the row the other needs next.
 func TestRaceReversedLinesNeverDeadlock(t *testing.T) {
 	t.Parallel()
-	raceTest(t, checkReversedLines, func(t *testing.T) *testkit.Env {
-		// Naive: no lock up front; each line's UPDATE takes its row lock
-		// in whatever order the code happens to visit the lines.
-		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return naiveLockOrder{naiveStock{ProductRepo: tx.Products(), db: testkit.Conn(tx)}}
-			}}
-		}})
+	raceTest(t, checkReversedLines, betweenReadAndWrite(2), func(t *testing.T) (*testkit.Env, meet) {
+		e := withNaivePlacement(t, naivePlacement{lockActor: true, lineOrder: true})
 		// Detect the deadlocks the naive variant makes in 50ms, not 1s.
 		e.Exec(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = %L', current_database(), '50ms'); END $$`)
 		e.Pool.Reset()
-		return e
+		return e, meet{testkit.After, "NaiveTakeStock", 2}
 	})
-}
-
-// naiveLockOrder updates each line's product with its own atomic statement
-// (so no update is lost), but takes the row locks in the order it visits
-// the lines instead of one global order.
-type naiveLockOrder struct{ naiveStock }
-
-func (n naiveLockOrder) AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error {
-	for id, d := range deltas {
-		if _, err := n.db.Exec(ctx, `UPDATE products SET stock = stock + $2 WHERE id = $1`, id, d); err != nil {
-			return err
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
 }
 
 // ---- credit limit
@@ -231,7 +295,7 @@ func (n naiveLockOrder) AddStock(ctx context.Context, deltas map[uuid.UUID]int64
 // checkCreditLimit: a customer with a credit limit of 1000 sends 20
 // concurrent orders of 600, each for a different product (so no product lock
 // is shared). Exactly one succeeds; the rest get credit_limit_exceeded.
-func checkCreditLimit(t *testing.T, e *testkit.Env) []string {
+func checkCreditLimit(t *testing.T, e *testkit.Env, m meet) []string {
 	found := &findings{}
 	const n = 20
 	customer := e.NewActor("customer", 1000)
@@ -240,6 +304,7 @@ func checkCreditLimit(t *testing.T, e *testkit.Env) []string {
 		products[i] = e.NewProduct(600, 100)
 	}
 	statuses := make([]int, n)
+	done := m.arm(t, e)
 	testkit.Race(n, func(i int) {
 		res := placeOrder(e, customer.Token, fmt.Sprintf("k%d", i), products[i], 1)
 		statuses[i] = res.Status
@@ -247,6 +312,7 @@ func checkCreditLimit(t *testing.T, e *testkit.Env) []string {
 			found.add("order %d: %d %s", i, res.Status, res.Body)
 		}
 	})
+	done()
 	ok := count(statuses, http.StatusCreated)
 	owed := e.QueryInt(`SELECT coalesce(sum(total_cents - paid_cents), 0) FROM orders WHERE customer_id = $1 AND status <> 'cancelled'`, customer.ID)
 	t.Logf("attempts %d, successes %d, outstanding %d of limit 1000", n, ok, owed)
@@ -257,37 +323,15 @@ func checkCreditLimit(t *testing.T, e *testkit.Env) []string {
 	return append(broken, found.list...)
 }
 
+// TestRaceCreditLimit: guarded, the first placement is held with the
+// customer's row lock until 7 others wait on it; the naive placement reads
+// the customer without locking it, and 8 placements meet after summing the
+// outstanding balance.
 func TestRaceCreditLimit(t *testing.T) {
 	t.Parallel()
-	raceTest(t, checkCreditLimit, func(t *testing.T) *testkit.Env {
-		gate := testkit.NewGate(4, time.Second)
-		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Actors: func(tx app.Tx) app.ActorRepo {
-				return naiveCredit{ActorRepo: tx.Actors(), db: testkit.Conn(tx), gate: gate}
-			}}
-		}})
+	raceTest(t, checkCreditLimit, betweenReadAndWrite(8), func(t *testing.T) (*testkit.Env, meet) {
+		return withNaivePlacement(t, naivePlacement{lockProducts: true}), betweenReadAndWrite(8)
 	})
-}
-
-// naiveCredit reads the customer's limit without locking the row: each
-// placement sums the others' committed orders, none sees the in-flight ones.
-type naiveCredit struct {
-	app.ActorRepo
-	db   dbsqlc.DBTX
-	gate *testkit.Gate
-}
-
-func (n naiveCredit) LockForOrder(ctx context.Context, id uuid.UUID) (domain.Cents, bool, error) {
-	var limit int64
-	var active bool
-	err := n.db.QueryRow(ctx, `SELECT credit_limit_cents, active FROM actors WHERE id = $1`, id).Scan(&limit, &active)
-	return domain.Cents(limit), active, err
-}
-
-func (n naiveCredit) Outstanding(ctx context.Context, customer uuid.UUID) (domain.Cents, error) {
-	owed, err := n.ActorRepo.Outstanding(ctx, customer)
-	n.gate.Wait() // let several placements sum before any inserts
-	return owed, err
 }
 
 // ---- payments
@@ -296,7 +340,7 @@ func (n naiveCredit) Outstanding(ctx context.Context, customer uuid.UUID) (domai
 // distinct keys, plus 10 concurrent retries of one more key. paid_cents ends
 // at exactly 1000, it equals the sum of the payment rows, 10 payments
 // succeed and the rest get overpayment, and the retried key counts once.
-func checkPayments(t *testing.T, e *testkit.Env) []string {
+func checkPayments(t *testing.T, e *testkit.Env, m meet) []string {
 	found := &findings{}
 	customer := e.NewActor("customer", 1_000_000)
 	product := e.NewProduct(100, 100)
@@ -307,6 +351,7 @@ func checkPayments(t *testing.T, e *testkit.Env) []string {
 	order := res.String("id")
 	const distinct, retried = 30, 10
 	statuses := make([]int, distinct+retried)
+	done := m.arm(t, e)
 	testkit.Race(distinct+retried, func(i int) {
 		key := fmt.Sprintf("pay-%d", i)
 		if i >= distinct {
@@ -318,6 +363,7 @@ func checkPayments(t *testing.T, e *testkit.Env) []string {
 			found.add("payment %d: %d %s", i, r.Status, r.Body)
 		}
 	})
+	done()
 	paid := e.QueryInt(`SELECT paid_cents FROM orders WHERE id = $1`, order)
 	rows := e.QueryInt(`SELECT coalesce(sum(amount_cents), 0) FROM payments WHERE order_id = $1`, order)
 	payments := e.QueryInt(`SELECT count(*) FROM payments WHERE order_id = $1`, order)
@@ -335,41 +381,44 @@ func checkPayments(t *testing.T, e *testkit.Env) []string {
 	return append(broken, found.list...)
 }
 
+// TestRacePayments: both runs meet before the payment row is inserted.
+// Guarded, the first payment is there with the order's row lock taken by its
+// guarded increment, and 11 others wait on it; the naive payment has only
+// read paid_cents, and 12 meet before any writes.
 func TestRacePayments(t *testing.T) {
 	t.Parallel()
-	raceTest(t, checkPayments, func(t *testing.T) *testkit.Env {
-		gate := testkit.NewGate(12, time.Second)
+	at := meet{testkit.Before, "PaymentInsert", 12}
+	raceTest(t, checkPayments, at, func(t *testing.T) (*testkit.Env, meet) {
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
-				return naivePayment{OrderRepo: tx.Orders(), db: testkit.Conn(tx), gate: gate}
+				return naivePayment{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}
 			}}
 		}})
 		e.Exec(`ALTER TABLE orders DROP CONSTRAINT orders_paid_within_total`)
-		return e
+		return e, at
 	})
 }
 
-// naivePayment checks the balance in the application and writes back the
-// new paid_cents it computed.
+// naivePayment checks the balance and the status in the application and
+// writes back the new paid_cents it computed.
 type naivePayment struct {
 	app.OrderRepo
-	db   dbsqlc.DBTX
-	gate *testkit.Gate
+	db dbsqlc.DBTX
 }
 
 func (n naivePayment) AddPayment(ctx context.Context, orderID, actorID uuid.UUID, amount domain.Cents) (*domain.Order, bool, error) {
 	var paid, total int64
-	if err := n.db.QueryRow(ctx, `SELECT paid_cents, total_cents FROM orders WHERE id = $1`, orderID).Scan(&paid, &total); err != nil {
+	var status string
+	if err := n.db.QueryRow(ctx, `SELECT paid_cents, total_cents, status FROM orders WHERE id = $1`, orderID).Scan(&paid, &total, &status); err != nil {
 		return nil, false, err
 	}
-	if paid+int64(amount) > total {
+	if paid+int64(amount) > total || status == "cancelled" {
 		return nil, false, nil
 	}
-	n.gate.Wait() // let several payments read before any writes
-	if _, err := n.db.Exec(ctx, `UPDATE orders SET paid_cents = $2, version = version + 1 WHERE id = $1`, orderID, paid+int64(amount)); err != nil {
+	if err := dbsqlc.New().PaymentInsert(ctx, n.db, dbsqlc.PaymentInsertParams{ID: uuid.New(), OrderID: orderID, ActorID: actorID, AmountCents: int64(amount)}); err != nil {
 		return nil, false, err
 	}
-	if _, err := n.db.Exec(ctx, `INSERT INTO payments (id, order_id, actor_id, amount_cents) VALUES ($1, $2, $3, $4)`, uuid.New(), orderID, actorID, int64(amount)); err != nil {
+	if _, err := n.db.Exec(ctx, `UPDATE orders SET paid_cents = $2, version = version + 1 WHERE id = $1`, orderID, paid+int64(amount)); err != nil {
 		return nil, false, err
 	}
 	o, err := n.Get(ctx, orderID)
@@ -378,12 +427,12 @@ func (n naivePayment) AddPayment(ctx context.Context, orderID, actorID uuid.UUID
 
 // ---- cancel against ship
 
-// checkCancelVsShip: for several orders, 8 cancels (by the owner) and 8 ships
+// checkCancelVsShip: for several orders, 4 cancels (by the owner) and 4 ships
 // (by staff) race with the same ETag. Exactly one request wins per order; if
 // the cancel won the stock is back, if the ship won it stays taken.
-func checkCancelVsShip(t *testing.T, e *testkit.Env) []string {
+func checkCancelVsShip(t *testing.T, e *testkit.Env, m meet) []string {
 	found := &findings{}
-	const rounds, each, stock, qty = 5, 8, 50, 3
+	const rounds, each, stock, qty = 5, 4, 50, 3
 	var broken []string
 	for round := 0; round < rounds; round++ {
 		customer := e.NewActor("customer", 1_000_000)
@@ -394,6 +443,7 @@ func checkCancelVsShip(t *testing.T, e *testkit.Env) []string {
 		}
 		order, tag := res.String("id"), res.Header.Get("ETag")
 		var cancels, ships atomic.Int64
+		done := m.arm(t, e)
 		testkit.Race(2*each, func(i int) {
 			var r *testkit.Response
 			if i%2 == 0 {
@@ -410,10 +460,8 @@ func checkCancelVsShip(t *testing.T, e *testkit.Env) []string {
 				found.add("request %d: %d %s", i, r.Status, r.Body)
 			}
 		})
-		var status string
-		if err := e.Pool.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, order).Scan(&status); err != nil {
-			t.Fatal(err)
-		}
+		done()
+		status := orderStatus(t, e, order)
 		left := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, product)
 		t.Logf("round %d: %d cancels and %d ships won, status %s, stock %d", round, cancels.Load(), ships.Load(), status, left)
 		switch {
@@ -426,29 +474,43 @@ func checkCancelVsShip(t *testing.T, e *testkit.Env) []string {
 	return append(broken, found.list...)
 }
 
+func orderStatus(t *testing.T, e *testkit.Env, id string) string {
+	t.Helper()
+	var status string
+	if err := e.Pool.QueryRow(context.Background(), `SELECT status FROM orders WHERE id = $1`, id).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	return status
+}
+
+// TestRaceCancelVsShip: guarded, the first transition is held after its
+// version-guarded UPDATE, with the order's row lock, until the 7 others wait
+// on it; the naive transition writes without the version guard, and all 8
+// meet before writing.
 func TestRaceCancelVsShip(t *testing.T) {
 	t.Parallel()
-	raceTest(t, checkCancelVsShip, func(t *testing.T) *testkit.Env {
-		gate := testkit.NewGate(2, time.Second)
-		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
-				return naiveTransition{OrderRepo: tx.Orders(), db: testkit.Conn(tx), gate: gate}
-			}}
-		}})
+	raceTest(t, checkCancelVsShip, meet{testkit.After, "OrderSetStatus", 8}, func(t *testing.T) (*testkit.Env, meet) {
+		return withNaiveTransition(t), meet{testkit.Before, "NaiveSetStatus", 8}
 	})
+}
+
+func withNaiveTransition(t *testing.T) *testkit.Env {
+	return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+		return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
+			return naiveTransition{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}
+		}}
+	}})
 }
 
 // naiveTransition writes the new status without checking that the order is
 // still at the version the caller saw.
 type naiveTransition struct {
 	app.OrderRepo
-	db   dbsqlc.DBTX
-	gate *testkit.Gate
+	db dbsqlc.DBTX
 }
 
 func (n naiveTransition) SetStatus(ctx context.Context, o *domain.Order, expected domain.Version) (*domain.Order, error) {
-	n.gate.Wait() // let a cancel and a ship both pass their checks before either writes
-	if _, err := n.db.Exec(ctx, `UPDATE orders SET status = $2, version = version + 1 WHERE id = $1`, o.ID(), o.Status().String()); err != nil {
+	if _, err := n.db.Exec(ctx, "-- name: NaiveSetStatus\nUPDATE orders SET status = $2, version = version + 1 WHERE id = $1", o.ID(), o.Status().String()); err != nil {
 		return nil, err
 	}
 	return n.Get(ctx, o.ID())
@@ -458,9 +520,9 @@ func (n naiveTransition) SetStatus(ctx context.Context, o *domain.Order, expecte
 
 // checkLastStaff: in each round two staff members, the only active ones,
 // deactivate each other at the same moment. Exactly one succeeds and one
-// staff member stays active. In both runs a gate holds each deactivation
-// after it counted the staff until the other has counted too, so the write
-// skew is attempted on every round.
+// staff member stays active. In both runs the two deactivations meet after
+// counting the other active staff, so the write skew is attempted on every
+// round.
 func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 	found := &findings{}
 	const rounds = 15
@@ -469,6 +531,7 @@ func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 		a, b := e.NewActor("staff", 0), e.NewActor("staff", 0)
 		e.Exec(`UPDATE actors SET active = false WHERE role = 'staff' AND id NOT IN ($1, $2)`, a.ID, b.ID)
 		statuses := make([]int, 2)
+		il := e.Interleave(testkit.After, "ActorCountOtherActiveStaff", 2)
 		testkit.Race(2, func(i int) {
 			by, target := a, b
 			if i == 1 {
@@ -482,6 +545,9 @@ func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 				found.add("round %d request %d: %d %s", round, i, r.Status, r.Body)
 			}
 		})
+		if held, _ := il.Wait(t); held != 2 {
+			t.Errorf("round %d: %d deactivations met after counting the staff, want 2", round, held)
+		}
 		active := e.QueryInt(`SELECT count(*) FROM actors WHERE role = 'staff' AND active`)
 		if active != 1 {
 			broken = append(broken, fmt.Sprintf("round %d: %d active staff after two mutual deactivations (statuses %v)", round, active, statuses))
@@ -493,40 +559,21 @@ func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 
 func TestRaceLastStaffRemains(t *testing.T) {
 	t.Parallel()
-	slow := func(iso func(app.Isolation) app.Isolation) func(app.Transactor) app.Transactor {
-		gate := testkit.NewGate(2, 500*time.Millisecond)
-		return func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Isolation: iso, Actors: func(tx app.Tx) app.ActorRepo {
-				return gatedStaffCount{tx.Actors(), gate}
-			}}
-		}
-	}
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range checkLastStaff(t, testkit.New(t, testkit.Options{Wrap: slow(nil)})) {
+		for _, b := range checkLastStaff(t, testkit.New(t)) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive variant is caught", func(t *testing.T) {
 		t.Parallel()
-		readCommitted := func(app.Isolation) app.Isolation { return app.ReadCommitted }
-		broken := checkLastStaff(t, testkit.New(t, testkit.Options{Wrap: slow(readCommitted)}))
+		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return testkit.Override{Inner: inner, Isolation: func(app.Isolation) app.Isolation { return app.ReadCommitted }}
+		}})
+		broken := checkLastStaff(t, e)
 		if len(broken) == 0 {
 			t.Fatal("the naive variant (READ COMMITTED) kept the invariant: this test cannot catch the write skew")
 		}
 		t.Logf("naive variant broke the invariant, as it must: %v", broken)
 	})
-}
-
-// gatedStaffCount lets both deactivations count the staff before either
-// writes: the write skew happens on every round, in both runs.
-type gatedStaffCount struct {
-	app.ActorRepo
-	gate *testkit.Gate
-}
-
-func (s gatedStaffCount) CountOtherActiveStaff(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := s.ActorRepo.CountOtherActiveStaff(ctx, id)
-	s.gate.Wait()
-	return n, err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -19,10 +18,12 @@ import (
 // version 1 and returns the broken invariants: exactly one may win
 // (EXT.CONCURRENCY.VERSION.001), every other gets 409 version_conflict, and
 // the product's version advanced exactly once.
-func racePatchSameETag(t *testing.T, e *testkit.Env) []string {
+func racePatchSameETag(t *testing.T, e *testkit.Env, m meet) []string {
 	const n = 20
 	id := e.NewProduct(100, 5)
 	statuses := make([]int, n)
+	done := m.arm(t, e)
+	defer done()
 	testkit.Race(n, func(i int) {
 		res := e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"name": fmt.Sprintf("name %d", i)}, "If-Match", `"v1"`)
 		statuses[i] = res.Status
@@ -41,23 +42,26 @@ func racePatchSameETag(t *testing.T, e *testkit.Env) []string {
 	return broken
 }
 
+// TestRacePatchSameETagExactlyOneWins: guarded, the first PATCH is held
+// after its version-guarded UPDATE, with the row lock, until 7 others wait on
+// it; the naive update checks the version in the application, and 8 meet
+// before writing.
 func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range racePatchSameETag(t, testkit.New(t)) {
+		for _, b := range racePatchSameETag(t, testkit.New(t), meet{testkit.After, "ProductUpdate", 8}) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive read-modify-write is caught", func(t *testing.T) {
 		t.Parallel()
-		gate := testkit.NewGate(5, time.Second)
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return naiveProductUpdate{ProductRepo: tx.Products(), db: testkit.Conn(tx), gate: gate}
+				return naiveProductUpdate{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
 			}}
 		}})
-		if broken := racePatchSameETag(t, e); len(broken) == 0 {
+		if broken := racePatchSameETag(t, e, meet{testkit.Before, "NaiveProductUpdate", 8}); len(broken) == 0 {
 			t.Fatal("the naive variant kept the invariant: the test cannot tell a guarded update from a lost update")
 		} else {
 			t.Logf("naive variant broke the invariant as expected: %v", broken)
@@ -69,8 +73,7 @@ func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 // without a version guard: the classic lost update.
 type naiveProductUpdate struct {
 	app.ProductRepo
-	db   dbsqlc.DBTX
-	gate *testkit.Gate
+	db dbsqlc.DBTX
 }
 
 func (n naiveProductUpdate) Update(ctx context.Context, id uuid.UUID, expected domain.Version, patch domain.ProductPatch) (*domain.Product, error) {
@@ -81,8 +84,7 @@ func (n naiveProductUpdate) Update(ctx context.Context, id uuid.UUID, expected d
 	if domain.Version(version) != expected {
 		return nil, domain.ErrVersionConflict
 	}
-	n.gate.Wait() // let several requests read before any writes
-	if _, err := n.db.Exec(ctx, `UPDATE products SET name = COALESCE($2, name), version = $3 + 1 WHERE id = $1`, id, patch.Name, version); err != nil {
+	if _, err := n.db.Exec(ctx, "-- name: NaiveProductUpdate\nUPDATE products SET name = COALESCE($2, name), version = $3 + 1 WHERE id = $1", id, patch.Name, version); err != nil {
 		return nil, err
 	}
 	return n.Get(ctx, id)

@@ -252,23 +252,6 @@ func (n naivePurge) round(ctx context.Context) (int64, error) {
 
 // ---- one request reclaiming an expired key while the purge runs
 
-// blockingOrders holds PlaceOrder inside its transaction, after the key was
-// claimed, until released.
-type blockingOrders struct {
-	app.OrderRepo
-	armed   *atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (b blockingOrders) Insert(ctx context.Context, o *domain.Order) (*domain.Order, error) {
-	if b.armed.CompareAndSwap(true, false) {
-		b.entered <- struct{}{}
-		<-b.release
-	}
-	return b.OrderRepo.Insert(ctx, o)
-}
-
 // TestPurgeSparesKeyReclaimedByRequest follows one expired key through the
 // real key store: a customer reuses the key of an order placed a TTL ago, so
 // the request reclaims the record. A purge running while the request holds
@@ -301,25 +284,19 @@ func TestPurgeSparesKeyReclaimedByRequest(t *testing.T) {
 
 	t.Run("purge while the request holds the record", func(t *testing.T) {
 		t.Parallel()
-		var armed atomic.Bool
-		block := blockingOrders{armed: &armed, entered: make(chan struct{}), release: make(chan struct{})}
-		e, place, _ := setup(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
-				b := block
-				b.OrderRepo = tx.Orders()
-				return b
-			}}
-		}})
+		e, place, _ := setup(t, testkit.Options{})
 		purger := infra.NewPurger(e.Pool, testkit.Logger(t), nil, infra.PurgeConfig{})
-		armed.Store(true)
+		// The request has reclaimed the record and holds it, in its
+		// transaction, until released.
+		stop := e.Hooks.Stop(testkit.Before, "OrderInsert")
 		second := make(chan *testkit.Response, 1)
 		go func() { second <- place() }()
-		<-block.entered // the request has reclaimed the record and holds it
+		stop.WaitArrived(t, 10*time.Second)
 		n, err := purger.PurgeOnce(context.Background())
 		if err != nil || n != 100 {
 			t.Errorf("purge while a request holds an expired record: deleted %d, %v; want the 100 others, without waiting", n, err)
 		}
-		close(block.release)
+		stop.Release()
 		if res := <-second; res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("placement with the expired key: %d %v %s, want a fresh 201", res.Status, res.Header, res.Body)
 		}

@@ -36,6 +36,9 @@ type Env struct {
 	Server   *httptest.Server
 	Client   *http.Client
 	Staff    Actor
+	// Hooks holds the service's connections at named statements (Stop,
+	// Interleave).
+	Hooks *Hooks
 }
 
 // Actor is an actor made for a test, with its token.
@@ -81,10 +84,11 @@ func New(t testing.TB, opts ...Options) *Env {
 	}
 	ctx := context.Background()
 	const lockTimeout = 3 * time.Second
+	hooks := &Hooks{}
 	pool, err := infra.NewPool(ctx, infra.PoolConfig{
 		URL: url, MaxConns: o.MaxConns,
 		StatementTimeout: 15 * time.Second, LockTimeout: lockTimeout, IdleInTxTimeout: 30 * time.Second,
-		ConnectTimeout: 3 * time.Second,
+		ConnectTimeout: 3 * time.Second, Tracer: hooks,
 	})
 	if err != nil {
 		t.Fatalf("open pool: %v", err)
@@ -102,8 +106,11 @@ func New(t testing.TB, opts ...Options) *Env {
 	uc := app.New(tx)
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc}))
 	t.Cleanup(srv.Close)
+	// Cleanups run last in, first out: held connections go on before the
+	// server and the pool wait for them.
+	t.Cleanup(hooks.ReleaseAll)
 	e := &Env{
-		T: t, URL: url, Pool: pool, Runner: runner, App: uc, Registry: reg, Server: srv,
+		T: t, URL: url, Pool: pool, Runner: runner, App: uc, Registry: reg, Server: srv, Hooks: hooks,
 		Client: &http.Client{
 			Timeout:   60 * time.Second,
 			Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second},

@@ -3,13 +3,21 @@ package testkit
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
 // Override is a transactor whose repositories, key store or isolation level
 // can be swapped, so that a race test can run once against a deliberately
 // naive variant of one mechanism and show that it catches the bug.
+//
+// Order placement runs through app.PlacementStore, the pipelined path that
+// production runs, whatever else is overridden: Placement replaces it (a
+// naive placement), and without it the real one runs. The Products, Actors
+// and Orders overrides apply to the other use cases.
 type Override struct {
 	Inner     app.Transactor
 	Products  func(inner app.Tx) app.ProductRepo
@@ -17,6 +25,7 @@ type Override struct {
 	Actors    func(inner app.Tx) app.ActorRepo
 	Keys      func(inner app.Tx) app.KeyStore
 	Outbox    func(inner app.Tx) app.OutboxRepo
+	Placement func(inner app.Tx) app.PlacementStore
 	Isolation func(asked app.Isolation) app.Isolation
 }
 
@@ -26,16 +35,37 @@ func (o Override) InTx(ctx context.Context, iso app.Isolation, fn func(ctx conte
 		iso = o.Isolation(iso)
 	}
 	return o.Inner.InTx(ctx, iso, func(ctx context.Context, tx app.Tx) error {
-		return fn(ctx, overriddenTx{tx, o})
+		return fn(ctx, o.bind(tx))
 	})
 }
 
 // Read returns the overridden repositories outside a transaction.
-func (o Override) Read() app.Tx { return overriddenTx{o.Inner.Read(), o} }
+func (o Override) Read() app.Tx { return o.bind(o.Inner.Read()) }
+
+func (o Override) bind(tx app.Tx) overriddenTx {
+	t := overriddenTx{Tx: tx, o: o}
+	if o.Placement != nil {
+		t.placement = o.Placement(tx)
+	} else if p, ok := tx.(app.PlacementStore); ok {
+		t.placement = p
+	}
+	return t
+}
 
 type overriddenTx struct {
 	app.Tx
-	o Override
+	o         Override
+	placement app.PlacementStore
+}
+
+var _ app.PlacementStore = overriddenTx{}
+
+func (t overriddenTx) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
+	return t.placement.LockForPlacement(ctx, customer, ids)
+}
+
+func (t overriddenTx) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+	return t.placement.WritePlacement(ctx, o, take)
 }
 
 func (t overriddenTx) Products() app.ProductRepo {

@@ -1,0 +1,310 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Where a stop holds a connection, relative to its statement.
+type Where int
+
+const (
+	// Before holds the connection before the statement (or the batch that
+	// carries it) is sent: nothing of it has run yet.
+	Before Where = iota + 1
+	// After holds the connection once the statement's result has come
+	// back: its locks are held and its transaction is still open.
+	After
+)
+
+func (w Where) String() string {
+	if w == Before {
+		return "before"
+	}
+	return "after"
+}
+
+// Hooks is a pgx tracer installed on the pool of every Env. A test arms a
+// Stop at a named statement, and every connection of the service that
+// reaches it is held there until the test releases it. This is how a race
+// test forces its interleaving in the production code path itself (the
+// pipelined placement included) instead of hoping for it: for example, hold
+// the first transaction after it locked a row until the others are waiting
+// on that lock (Env.Interleave).
+//
+// A statement is named by its sqlc name (the "-- name: X" line that sqlc puts
+// at the top of every query, e.g. "ProductsLockForUpdate"), or, for a
+// statement without one, by its first word in lower case ("commit"). A test's
+// naive SQL can carry a "-- name:" line of its own to be stopped at.
+type Hooks struct {
+	mu    sync.Mutex
+	stops []*Stop
+}
+
+var (
+	_ pgx.QueryTracer = (*Hooks)(nil)
+	_ pgx.BatchTracer = (*Hooks)(nil)
+)
+
+// StatementName returns the name a Stop matches for sql.
+func StatementName(sql string) string {
+	s := strings.TrimSpace(sql)
+	if rest, ok := strings.CutPrefix(s, "-- name: "); ok {
+		if i := strings.IndexAny(rest, " \n"); i >= 0 {
+			return rest[:i]
+		}
+		return rest
+	}
+	if i := strings.IndexAny(s, " \n\t;"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.ToLower(s)
+}
+
+// Stop arms a stop where (before or after) the statement named statement. It
+// holds every connection that reaches it until Release.
+func (h *Hooks) Stop(where Where, statement string) *Stop {
+	s := &Stop{h: h, where: where, name: statement, arrived: make(chan struct{}), release: make(chan struct{}), changed: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.stops = append(h.stops, s)
+	h.mu.Unlock()
+	return s
+}
+
+// ReleaseAll releases every armed stop (at the end of a test).
+func (h *Hooks) ReleaseAll() {
+	h.mu.Lock()
+	stops := append([]*Stop(nil), h.stops...)
+	h.mu.Unlock()
+	for _, s := range stops {
+		s.Release()
+	}
+}
+
+func (h *Hooks) reach(where Where, names ...string) {
+	h.mu.Lock()
+	if len(h.stops) == 0 {
+		h.mu.Unlock()
+		return
+	}
+	var stop *Stop
+	for _, s := range h.stops {
+		if s.where != where {
+			continue
+		}
+		for _, n := range names {
+			if n == s.name {
+				stop = s
+			}
+		}
+		if stop != nil {
+			break
+		}
+	}
+	h.mu.Unlock()
+	if stop != nil {
+		stop.hold()
+	}
+}
+
+func (h *Hooks) remove(s *Stop) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, x := range h.stops {
+		if x == s {
+			h.stops = append(h.stops[:i], h.stops[i+1:]...)
+			return
+		}
+	}
+}
+
+type nameKey struct{}
+
+// TraceQueryStart stops before a statement sent on its own.
+func (h *Hooks) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	name := StatementName(data.SQL)
+	h.reach(Before, name)
+	return context.WithValue(ctx, nameKey{}, name)
+}
+
+// TraceQueryEnd stops after a statement sent on its own succeeded.
+func (h *Hooks) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	if name, ok := ctx.Value(nameKey{}).(string); ok && data.Err == nil {
+		h.reach(After, name)
+	}
+}
+
+// TraceBatchStart stops before a batch that carries the statement is sent.
+func (h *Hooks) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	names := make([]string, 0, len(data.Batch.QueuedQueries))
+	for _, q := range data.Batch.QueuedQueries {
+		names = append(names, StatementName(q.SQL))
+	}
+	h.reach(Before, names...)
+	return ctx
+}
+
+// TraceBatchQuery stops after a batched statement's result was read.
+func (h *Hooks) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	if data.Err == nil {
+		h.reach(After, StatementName(data.SQL))
+	}
+}
+
+// TraceBatchEnd does nothing.
+func (h *Hooks) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// Stop holds the connections that reach a statement until it is released.
+// After Release it is disarmed: later arrivals pass.
+type Stop struct {
+	h     *Hooks
+	where Where
+	name  string
+
+	mu       sync.Mutex
+	held     int
+	released bool
+	arrived  chan struct{} // closed at the first arrival
+	release  chan struct{}
+	changed  chan struct{} // a token whenever held changes
+}
+
+func (s *Stop) String() string { return fmt.Sprintf("%s %s", s.where, s.name) }
+
+func (s *Stop) hold() {
+	s.mu.Lock()
+	if s.released {
+		s.mu.Unlock()
+		return
+	}
+	s.held++
+	if s.held == 1 {
+		close(s.arrived)
+	}
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	<-s.release
+}
+
+// Held is how many connections have been held so far.
+func (s *Stop) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+// Arrived is closed when the first connection is held.
+func (s *Stop) Arrived() <-chan struct{} { return s.arrived }
+
+// Release lets every held connection go on and disarms the stop.
+func (s *Stop) Release() {
+	s.mu.Lock()
+	if !s.released {
+		s.released = true
+		close(s.release)
+	}
+	s.mu.Unlock()
+	s.h.remove(s)
+}
+
+// WaitArrived waits until a connection is held at s, and fails the test if
+// none is within timeout.
+func (s *Stop) WaitArrived(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-s.arrived:
+	case <-time.After(timeout):
+		s.Release()
+		t.Fatalf("no connection reached the stop %s within %s", s, timeout)
+	}
+}
+
+// Interleaving is a stop that releases itself once the racers have met.
+type Interleaving struct {
+	stop *Stop
+	done chan struct{}
+
+	// Figures at the release.
+	Held, Waiting int
+	err           error
+}
+
+// Interleave arms a stop where (before or after) statement and releases it
+// once n racers are there: either held at the stop or waiting for a lock in
+// this test's database (pg_stat_activity, wait_event_type Lock). In a
+// guarded run the first transaction to lock the contended row is held with
+// its lock, so the others queue on it; in a naive run, with no lock, they all
+// reach the stop and go on together. Either way the interleaving the test is
+// about happens on every run, however busy the machine. The watcher polls on
+// a connection of its own, outside the service's pool. Call Wait after the
+// race: it fails the test if the racers never met.
+func (e *Env) Interleave(where Where, statement string, n int) *Interleaving {
+	e.T.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.URL)
+	if err != nil {
+		e.T.Fatalf("interleave: connect: %v", err)
+	}
+	il := &Interleaving{stop: e.Hooks.Stop(where, statement), done: make(chan struct{})}
+	go func() {
+		defer close(il.done)
+		defer conn.Close(context.WithoutCancel(ctx))
+		defer il.stop.Release()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			held := il.stop.Held()
+			waiting := 0
+			if held > 0 {
+				err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+				if err != nil {
+					il.err = fmt.Errorf("read pg_stat_activity: %w", err)
+					return
+				}
+			}
+			if held > 0 && held+waiting >= n {
+				il.Held, il.Waiting = held, waiting
+				return
+			}
+			if time.Now().After(deadline) {
+				il.Held, il.Waiting = held, waiting
+				il.err = fmt.Errorf("the racers never met at the stop %s: %d held, %d waiting for a lock, want %d together", il.stop, held, waiting, n)
+				return
+			}
+			select {
+			case <-il.stop.changed:
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return il
+}
+
+// Arrived is closed when the first racer is held at the stop.
+func (il *Interleaving) Arrived() <-chan struct{} { return il.stop.Arrived() }
+
+// Wait waits for the release and fails the test if the interleaving was not
+// reached. It returns how many racers were held at the stop and how many were
+// waiting for a lock when it released them.
+func (il *Interleaving) Wait(t interface {
+	Helper()
+	Errorf(string, ...any)
+}) (held, waiting int) {
+	t.Helper()
+	<-il.done
+	if il.err != nil {
+		t.Errorf("interleaving not forced: %v", il.err)
+	}
+	return il.Held, il.Waiting
+}
