@@ -210,9 +210,11 @@ const (
 
 // TransitionOrderCommand is the input of TransitionOrder.
 type TransitionOrderCommand struct {
-	ID       uuid.UUID
-	Move     Transition
-	Expected domain.Version
+	ID   uuid.UUID
+	Move Transition
+	// Expected lists the versions the caller's If-Match names; the move
+	// applies when the order is at any of them (RFC 9110 §13.1.1).
+	Expected []domain.Version
 }
 
 // Handle runs the command.
@@ -231,7 +233,7 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 		if !o.VisibleTo(p.ID, p.Role) {
 			return nil, domain.ErrNotFound
 		}
-		if o.Version() != cmd.Expected {
+		if !slices.Contains(cmd.Expected, o.Version()) {
 			return nil, domain.ErrVersionConflict
 		}
 		switch cmd.Move {
@@ -245,7 +247,7 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 		if err != nil {
 			return nil, err
 		}
-		updated, err := tx.Orders().SetStatus(ctx, o, cmd.Expected)
+		updated, err := tx.Orders().SetStatus(ctx, o, o.Version())
 		if err != nil {
 			return nil, err
 		}

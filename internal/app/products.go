@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -46,14 +47,18 @@ func (h CreateProduct) Handle(ctx context.Context, cmd CreateProductCommand, cal
 // Invariant: no accepted change is silently overwritten (lost update).
 // Mechanism: optimistic concurrency (pattern 4, EXT.CONCURRENCY.VERSION.001):
 // the caller's If-Match names the version it read, and the UPDATE applies only
-// WHERE version = that version. Codes: forbidden, validation_failed, not_found,
-// version_conflict.
+// WHERE version = that version. An If-Match that lists several versions reads
+// the current one first and guards the UPDATE with it, so a version that
+// moves in between is still a conflict. Codes: forbidden, validation_failed,
+// not_found, version_conflict.
 type UpdateProduct struct{ Tx Transactor }
 
 // UpdateProductCommand is the input of UpdateProduct.
 type UpdateProductCommand struct {
-	ID         uuid.UUID
-	Expected   domain.Version
+	ID uuid.UUID
+	// Expected lists the versions the caller's If-Match names; the change
+	// applies when the product is at any of them (RFC 9110 §13.1.1).
+	Expected   []domain.Version
 	Name       *string
 	PriceCents *int64
 }
@@ -67,8 +72,22 @@ func (h UpdateProduct) Handle(ctx context.Context, cmd UpdateProductCommand, cal
 	if err != nil {
 		return Outcome{}, err
 	}
+	if len(cmd.Expected) == 0 {
+		return Outcome{}, domain.ErrVersionConflict
+	}
 	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Product, error) {
-		return tx.Products().Update(ctx, cmd.ID, cmd.Expected, patch)
+		expected := cmd.Expected[0]
+		if len(cmd.Expected) > 1 {
+			current, err := tx.Products().Get(ctx, cmd.ID)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(cmd.Expected, current.Version()) {
+				return nil, domain.ErrVersionConflict
+			}
+			expected = current.Version()
+		}
+		return tx.Products().Update(ctx, cmd.ID, expected, patch)
 	})
 }
 

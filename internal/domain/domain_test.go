@@ -78,6 +78,10 @@ func TestParseName(t *testing.T) {
 	cases := map[string]bool{
 		"a": true, strings.Repeat("é", 200): true, "Enamel mug": true,
 		"": false, strings.Repeat("é", 201): false, "bad \xff utf-8": false,
+		// Control characters: PostgreSQL refuses U+0000 in text (SQLSTATE
+		// 22021), and the others have no place in a name or a reason.
+		"mug\x00": false, "\x00": false, "line\nbreak": false, "tab\there": false,
+		"del\x7f": false, "c1 \u0085 next line": false, "esc \x1b[31m": false,
 	}
 	for in, ok := range cases {
 		if _, err := domain.ParseName(in); (err == nil) != ok {

@@ -123,6 +123,12 @@ var ErrNotFound = &Error{Code: CodeNotFound, Detail: "the resource does not exis
 // (EXT.CONCURRENCY.VERSION.001). Nothing was changed.
 var ErrVersionConflict = &Error{Code: CodeVersionConflict, Detail: "the resource has changed since it was read; fetch it again and retry with the new ETag"}
 
+// ErrValueRejected says the database refused a value that no domain rule
+// caught (a data exception: out of range, or a character it does not store).
+// It is the caller's input, so a 422, but it also means a rule is missing
+// here: the HTTP layer logs each one as a warning.
+var ErrValueRejected = &Error{Code: CodeValidation, Detail: "a value in the request cannot be stored: it is out of range or holds a character the service does not accept"}
+
 // InsufficientStockError says a product has fewer units than a change needs.
 type InsufficientStockError struct {
 	ProductID uuid.UUID

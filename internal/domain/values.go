@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -57,11 +58,20 @@ func ParseSKU(v string) (SKU, error) {
 	return SKU(v), nil
 }
 
-// ParseName accepts 1 to 200 characters of valid UTF-8 text.
+// ParseName accepts 1 to 200 characters of valid UTF-8 text without control
+// characters (U+0000 to U+001F, U+007F to U+009F): a name or a reason is one
+// line of text. PostgreSQL refuses U+0000 in text outright (SQLSTATE 22021),
+// and the others would reach logs, terminals and webhook receivers as
+// commands rather than text.
 func ParseName(v string) (string, error) {
 	n := utf8.RuneCountInString(v)
 	if !utf8.ValidString(v) || n < 1 || n > 200 {
 		return "", fmt.Errorf("must be 1 to 200 characters")
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return "", fmt.Errorf("must not contain control characters (U+%04X found)", r)
+		}
 	}
 	return v, nil
 }

@@ -258,7 +258,8 @@ func TestContractSKUTaken(t *testing.T) {
 
 // TestContractConditionalRequests: GET honours If-None-Match (strong and
 // weak), and a write that needs If-Match is 428 without it, 409 with any tag
-// that is not the current strong one, and applies with the current one
+// that is not the current strong one, 400 with a value that holds no entity
+// tag (TestContractIfMatchForms has the lists), and applies with the current one
 // (EXT.CONCURRENCY.VERSION.001).
 func TestContractConditionalRequests(t *testing.T) {
 	t.Parallel()
@@ -283,8 +284,11 @@ func TestContractConditionalRequests(t *testing.T) {
 	patch := map[string]any{"name": "Renamed"}
 	wantProblem(t, "no If-Match", e.Do("PATCH", path, e.Staff.Token, patch), http.StatusPreconditionRequired, "precondition_required")
 	wantProblem(t, "If-Match *", e.Do("PATCH", path, e.Staff.Token, patch, "If-Match", "*"), http.StatusPreconditionRequired, "precondition_required")
-	for _, im := range []string{`"v0"`, `"v2"`, `W/"v1"`, `v1`, `"x1"`, `garbage`, `"v-1"`} {
+	for _, im := range []string{`"v0"`, `"v2"`, `W/"v1"`, `"x1"`, `"v-1"`} {
 		wantProblem(t, "If-Match "+im, e.Do("PATCH", path, e.Staff.Token, patch, "If-Match", im), http.StatusConflict, "version_conflict")
+	}
+	for _, im := range []string{`v1`, `garbage`} { // no entity tag at all
+		wantProblem(t, "If-Match "+im, e.Do("PATCH", path, e.Staff.Token, patch, "If-Match", im), http.StatusBadRequest, "malformed_request")
 	}
 	if v := e.QueryInt(`SELECT version FROM products WHERE id = $1`, id); v != 1 {
 		t.Fatalf("version %d after refused writes, want 1", v)

@@ -2,23 +2,42 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // maxBody is the largest request body accepted.
 const maxBody = 1 << 20
 
-// decode reads a JSON body strictly into dst: at most 1 MiB, no unknown
-// fields, one value. The body decides, not the Content-Type header, so that a
-// JSON body sent as curl's default form type is still understood and a
-// non-JSON body is refused whatever its label says. Type errors name the field (422);
-// anything unparsable is a malformed request (400). An empty body is allowed
-// only when allowEmpty (operations that take no input).
+// strictJSON is how every request body is read (ADR 0010): member names match
+// exactly (case-sensitive), a member named twice in one object is refused
+// (RFC 8259 §4 leaves duplicates to each parser, so none is guessed, whatever
+// escapes spell the name), unknown members are refused, and so is invalid
+// UTF-8. These are the defaults of github.com/go-json-experiment/json (the
+// proposed encoding/json/v2) except the unknown members, which it ignores
+// unless told.
+var strictJSON = json.JoinOptions(
+	json.RejectUnknownMembers(true),
+	jsontext.AllowDuplicateNames(false),
+	jsontext.AllowInvalidUTF8(false),
+	json.MatchCaseInsensitiveNames(false),
+)
+
+// decode reads a JSON body strictly into dst: at most 1 MiB, one value. The
+// body decides, not the Content-Type header, so that a JSON body sent as
+// curl's default form type is still understood and a non-JSON body is
+// refused whatever its label says. Type errors name the field, with the
+// index of an array element ("lines[1].quantity"), and are 422; anything
+// unparsable or not strictly JSON is a malformed request (400). An empty body
+// is allowed only when allowEmpty (operations that take no input).
 func decode(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) *Problem {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	raw, err := io.ReadAll(r.Body)
@@ -29,76 +48,177 @@ func decode(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) *P
 		}
 		return problem(codeMalformed, "the request body could not be read")
 	}
+	return decodeBytes(raw, dst, allowEmpty)
+}
+
+// decodeBytes is decode on a body already read: the part the fuzz target
+// drives.
+func decodeBytes(raw []byte, dst any, allowEmpty bool) *Problem {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		if allowEmpty {
 			return nil
 		}
 		return problem(codeMalformed, "a JSON request body is required")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeProblem(err)
+	err := json.Unmarshal(raw, dst, strictJSON)
+	if err == nil {
+		return nil
 	}
-	if dec.More() {
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) && !errors.Is(syn.Err, jsontext.ErrDuplicateName) && oneValueThenMore(raw) {
 		return problem(codeMalformed, "the request body must hold a single JSON value")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return problem(codeMalformed, "the request body must hold a single JSON value")
-	}
-	return nil
+	return decodeProblem(err, dst)
 }
 
-// decodeElement decodes one element of an array strictly, so that a type
-// error can name its index ("lines[1].quantity"), which encoding/json's own
-// error does not.
-func decodeElement(raw json.RawMessage, dst any, path string) *Problem {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeProblemAt(err, path)
+// oneValueThenMore says whether raw starts with one complete JSON value that
+// is followed by something else: the reason to refuse it is then that there
+// is more than one value. It runs only on refused bodies.
+func oneValueThenMore(raw []byte) bool {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), strictJSON)
+	if _, err := dec.ReadValue(); err != nil {
+		return false
 	}
-	return nil
+	_, err := dec.ReadToken()
+	return err != io.EOF
 }
 
-func decodeProblem(err error) *Problem { return decodeProblemAt(err, "") }
+// decodeProblem turns a decoding error into the caller's problem. Names the
+// caller sent are quoted (and cut short), never interpreted.
+func decodeProblem(err error, dst any) *Problem {
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
+			return problem(codeMalformed, fmt.Sprintf("member %s appears twice in one object (at %s); name each member once",
+				quoteName(syn.JSONPointer.LastToken()), fieldPath(syn.JSONPointer.Parent())))
+		}
+		return problem(codeMalformed, "the request body is not valid JSON")
+	}
+	var sem *json.SemanticError
+	if !errors.As(err, &sem) {
+		return problem(codeMalformed, "the request body is not valid JSON")
+	}
+	if errors.Is(sem.Err, json.ErrUnknownName) {
+		name := sem.JSONPointer.LastToken()
+		detail := "unknown field " + quoteName(name)
+		if known := caseMatch(dst, sem.JSONPointer); known != "" {
+			detail += fmt.Sprintf(": member names are case-sensitive, did you mean %q?", known)
+		}
+		return problem(codeMalformed, detail)
+	}
+	field := fieldPath(sem.JSONPointer)
+	if field == "" {
+		return problem(codeMalformed, "the request body must be a JSON object")
+	}
+	p := problem("validation_failed", "the request breaks one or more field rules")
+	p.Errors = []fieldError{{Field: field, Message: "must be " + jsonKind(sem.GoType)}}
+	return p
+}
 
-func decodeProblemAt(err error, path string) *Problem {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		field := typeErr.Field
-		if path != "" {
-			if field == "" {
-				field = path
-			} else {
-				field = path + "." + field
+// fieldPath writes a JSON Pointer as the field paths of validation errors:
+// "/lines/1/quantity" is "lines[1].quantity". The request DTOs have no
+// member whose name is a number, so a numeric token is an array index.
+func fieldPath(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.ParseUint(tok, 10, 32); err == nil && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+// quoteName quotes a member name the caller sent, cut to 64 bytes.
+func quoteName(name string) string {
+	if len(name) > 64 {
+		name = name[:64] + "…"
+	}
+	return strconv.Quote(name)
+}
+
+// caseMatch returns the member that an unknown name at ptr matches except
+// for case, or "": the hint for a caller who wrote "Delta" for "delta".
+func caseMatch(dst any, ptr jsontext.Pointer) string {
+	t := reflect.TypeOf(dst)
+	parent, name := ptr.Parent(), ptr.LastToken()
+	for tok := range parent.Tokens() {
+		t = deref(t)
+		switch t.Kind() {
+		case reflect.Slice, reflect.Array:
+			t = t.Elem()
+		case reflect.Struct:
+			f, ok := fieldByJSONName(t, tok)
+			if !ok {
+				return ""
 			}
+			t = f.Type
+		default:
+			return ""
 		}
-		if field == "" {
-			return problem(codeMalformed, "the request body must be a JSON object")
+	}
+	t = deref(t)
+	if t.Kind() != reflect.Struct {
+		return ""
+	}
+	for i := range t.NumField() {
+		if n := jsonName(t.Field(i)); n != "" && strings.EqualFold(n, name) {
+			return n
 		}
-		p := problem("validation_failed", "the request breaks one or more field rules")
-		p.Errors = []fieldError{{Field: field, Message: "must be " + jsonKind(typeErr.Type.Kind().String())}}
-		return p
 	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "json: unknown field ") {
-		return problem(codeMalformed, "unknown field "+strings.TrimPrefix(msg, "json: unknown field "))
-	}
-	return problem(codeMalformed, "the request body is not valid JSON")
+	return ""
 }
 
-func jsonKind(goKind string) string {
-	switch {
-	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"):
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if jsonName(t.Field(i)) == name {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func jsonName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if tag == "-" {
+		return ""
+	}
+	if tag == "" {
+		return f.Name
+	}
+	return tag
+}
+
+// jsonKind names the JSON kind a Go type is read from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "of another type"
+	}
+	switch deref(t).Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "an integer"
-	case strings.HasPrefix(goKind, "float"):
+	case reflect.Float32, reflect.Float64:
 		return "a number"
-	case goKind == "string":
+	case reflect.String:
 		return "a string"
-	case goKind == "slice", goKind == "array":
+	case reflect.Slice, reflect.Array:
 		return "an array"
-	case goKind == "bool":
+	case reflect.Bool:
 		return "a boolean"
 	}
 	return "an object"

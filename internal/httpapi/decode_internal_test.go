@@ -52,6 +52,15 @@ func TestDecode(t *testing.T) {
 		{"integer overflow", `{"delta":99999999999999999999}`, false, "validation_failed", []string{"delta"}, ""},
 		{"number for string", `{"reason":5}`, false, "validation_failed", []string{"reason"}, ""},
 		{"object for string", `{"reason":{}}`, false, "validation_failed", []string{"reason"}, ""},
+
+		// Strict JSON (ADR 0010).
+		{"duplicate member", `{"delta":1,"delta":-1}`, false, codeMalformed, nil, `"delta" appears twice`},
+		{"duplicate spelled with an escape", `{"delta":1,"\u0064elta":-1}`, false, codeMalformed, nil, `"delta" appears twice`},
+		{"duplicate unknown members", `{"x":1,"x":2}`, false, codeMalformed, nil, `"x"`},
+		{"member in another case", `{"Delta":1}`, false, codeMalformed, nil, `did you mean "delta"`},
+		{"member in upper case", `{"REASON":"x"}`, false, codeMalformed, nil, `did you mean "reason"`},
+		{"invalid UTF-8 in a string", "{\"reason\":\"\xff\"}", false, codeMalformed, nil, "not valid JSON"},
+		{"invalid UTF-8 in a name", "{\"\xffdelta\":1}", false, codeMalformed, nil, "not valid JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,17 +98,12 @@ func TestDecode(t *testing.T) {
 }
 
 // TestDecodeNestedTypeError: a type error inside an array names the
-// element's index ("lines[1].quantity"), which encoding/json alone does not
-// report, because order lines are decoded one by one.
+// element's index ("lines[1].quantity").
 func TestDecodeNestedTypeError(t *testing.T) {
 	t.Parallel()
 	var dst placeOrderIn
 	req := httptest.NewRequest("POST", "/", strings.NewReader(`{"lines":[{"product_id":"a","quantity":1},{"product_id":"b","quantity":"x"}]}`))
-	if p := decode(httptest.NewRecorder(), req, &dst, false); p != nil {
-		t.Fatalf("the envelope decodes: %+v", p)
-	}
-	var line orderLineIn
-	p := decodeElement((*dst.Lines)[1], &line, "lines[1]")
+	p := decode(httptest.NewRecorder(), req, &dst, false)
 	if p == nil || p.Code != "validation_failed" || len(p.Errors) != 1 || p.Errors[0].Field != "lines[1].quantity" {
 		t.Fatalf("problem %+v", p)
 	}

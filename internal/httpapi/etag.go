@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,25 +21,49 @@ func etag(v domain.Version) string {
 type ifMatchResult int
 
 const (
-	ifMatchMissing   ifMatchResult = iota // absent or "*": 428
-	ifMatchNoneKnown                      // only weak, malformed or unknown tags: 409
-	ifMatchVersion                        // a strong tag naming a version
+	ifMatchMissing   ifMatchResult = iota // absent or blank: 428
+	ifMatchAny                            // "*": 428, it names no version
+	ifMatchMalformed                      // holds something that is not an entity tag: 400
+	ifMatchTags                           // a list of entity tags: the write applies if a strong one is current
 )
 
-// parseIfMatch reads an If-Match header. A write needs a strong tag that names
-// a version; "*" is not enough, because it would skip the very check that the
-// precondition exists for. Of a list, the first strong version tag counts.
-func parseIfMatch(h string) (domain.Version, ifMatchResult) {
-	h = strings.TrimSpace(h)
-	if h == "" || h == "*" {
-		return 0, ifMatchMissing
+// ifMatch is a parsed If-Match header.
+type ifMatch struct {
+	result ifMatchResult
+	// versions are the versions that the list's strong tags name, in order,
+	// each once. Weak tags and tags that name no version never match, so a
+	// list of only those has none and can only be a conflict.
+	versions []domain.Version
+	// bad is the first element that is not an entity tag (ifMatchMalformed).
+	bad string
+}
+
+// parseIfMatch reads the If-Match header lines of a write (RFC 9110
+// §13.1.1): "*" or a comma-separated list of entity tags, over one or more
+// lines. A write needs a strong tag that names a version; "*" is not enough,
+// because it would skip the very check that the precondition exists for.
+func parseIfMatch(lines []string) ifMatch {
+	h := strings.TrimSpace(strings.Join(lines, ","))
+	if strings.Trim(h, ", \t") == "" {
+		return ifMatch{result: ifMatchMissing}
 	}
-	for _, tag := range splitTags(h) {
-		if v, ok := parseStrongTag(tag); ok {
-			return v, ifMatchVersion
+	if h == "*" {
+		return ifMatch{result: ifMatchAny}
+	}
+	tags, bad, ok := entityTags(h)
+	if !ok {
+		return ifMatch{result: ifMatchMalformed, bad: bad}
+	}
+	m := ifMatch{result: ifMatchTags}
+	for _, t := range tags {
+		if t.weak {
+			continue
+		}
+		if v, ok := parseStrongTag(t.opaque); ok && !slices.Contains(m.versions, v) {
+			m.versions = append(m.versions, v)
 		}
 	}
-	return 0, ifMatchNoneKnown
+	return m
 }
 
 // parseStrongTag accepts exactly `"v<positive integer>"` as etag renders it.
@@ -55,32 +80,123 @@ func parseStrongTag(tag string) (domain.Version, bool) {
 	return domain.Version(n), true
 }
 
-// noneMatch reports whether an If-None-Match header matches version v, using
-// the weak comparison that RFC 9110 prescribes for If-None-Match.
-func noneMatch(h string, v domain.Version) bool {
-	h = strings.TrimSpace(h)
+// noneMatch reports whether If-None-Match header lines match version v,
+// using the weak comparison that RFC 9110 prescribes for If-None-Match. A
+// value that is not "*" nor a list of entity tags matches nothing, so the
+// GET answers in full (RFC 9110 §13.1.2 lets a server ignore a malformed
+// precondition on a safe method).
+func noneMatch(lines []string, v domain.Version) bool {
+	h := strings.TrimSpace(strings.Join(lines, ","))
 	if h == "" {
 		return false
 	}
 	if h == "*" {
 		return true
 	}
+	tags, _, ok := entityTags(h)
+	if !ok {
+		return false
+	}
 	want := etag(v)
-	for _, tag := range splitTags(h) {
-		if strings.TrimPrefix(tag, "W/") == want {
+	for _, t := range tags {
+		if t.opaque == want {
 			return true
 		}
 	}
 	return false
 }
 
-func splitTags(h string) []string {
-	parts := strings.Split(h, ",")
-	out := parts[:0]
-	for _, p := range parts {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+// entityTag is one element of an If-Match or If-None-Match list.
+type entityTag struct {
+	weak   bool
+	opaque string // with its double quotes
+}
+
+// entityTags splits a comma-separated list of entity tags (RFC 9110 §8.8.3:
+// entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, where etagc excludes the
+// double quote, spaces and controls but includes the comma). Empty list
+// elements are skipped, as RFC 9110 §5.6.1 asks. When an element is not an
+// entity tag, ok is false and bad is that element, cut at the next comma.
+func entityTags(h string) (tags []entityTag, bad string, ok bool) {
+	i := 0
+	for {
+		for i < len(h) && (h[i] == ' ' || h[i] == '\t' || h[i] == ',') {
+			i++
+		}
+		if i == len(h) {
+			return tags, "", true
+		}
+		start := i
+		var t entityTag
+		if strings.HasPrefix(h[i:], "W/") {
+			t.weak = true
+			i += 2
+		}
+		if i == len(h) || h[i] != '"' {
+			return nil, element(h, start), false
+		}
+		j := i + 1
+		for j < len(h) && isETagc(h[j]) {
+			j++
+		}
+		if j == len(h) || h[j] != '"' {
+			return nil, element(h, start), false
+		}
+		t.opaque = h[i : j+1]
+		tags = append(tags, t)
+		i = j + 1
+		for i < len(h) && (h[i] == ' ' || h[i] == '\t') {
+			i++
+		}
+		if i < len(h) && h[i] != ',' {
+			return nil, element(h, start), false
 		}
 	}
-	return out
+}
+
+// isETagc is etagc: %x21 / %x23-7E / obs-text.
+func isETagc(c byte) bool { return c == 0x21 || (c >= 0x23 && c != 0x7f) }
+
+// element is the list element that starts at start, up to the next comma.
+func element(h string, start int) string {
+	e := h[start:]
+	if k := strings.IndexByte(e, ','); k >= 0 {
+		e = e[:k]
+	}
+	return strings.TrimSpace(e)
+}
+
+// quotedForm is what the caller probably meant by a value that is not an
+// entity tag: v3 is "v3". A value with nothing usable in it gets an example.
+func quotedForm(bad string) string {
+	core := strings.Trim(strings.TrimPrefix(bad, "W/"), `"`)
+	if core == "" || len(core) > 32 {
+		return `"v1"`
+	}
+	for i := 0; i < len(core); i++ {
+		c := core[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return `"v1"`
+		}
+	}
+	return `"` + core + `"`
+}
+
+// problem is the answer to a precondition that cannot let the write go on,
+// or nil when the use case decides (it compares the versions with the
+// current one under its guard).
+func (m ifMatch) problem() *Problem {
+	switch m.result {
+	case ifMatchMissing:
+		return problem(codePreconditionNeeded, "the If-Match header is missing: this write requires it, with the resource's current ETag")
+	case ifMatchAny:
+		return problem(codePreconditionNeeded, `If-Match: * names no version: this write requires the resource's current ETag, e.g. If-Match: "v1"`)
+	case ifMatchMalformed:
+		return problem(codeMalformed, "If-Match holds no entity tag; an ETag is sent with its double quotes: If-Match: "+quotedForm(m.bad))
+	}
+	if len(m.versions) == 0 {
+		// Weak, stale-format or unknown tags: none can be current.
+		return problem(string(domain.CodeVersionConflict), "If-Match names no current version (weak tags never match a write); fetch the resource and retry with its ETag")
+	}
+	return nil
 }

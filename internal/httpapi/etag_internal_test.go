@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -15,51 +17,93 @@ func TestETag(t *testing.T) {
 	}
 }
 
-// TestParseIfMatch: only a strong tag that names a version counts; a missing
-// header or * needs a precondition (428), anything else can never match (409)
-// (EXT.CONCURRENCY.VERSION.001).
+// TestParseIfMatch: a list of entity tags, over one or more header lines,
+// names the versions of its strong tags; weak tags and tags that name no
+// version never match; a missing header and "*" need a precondition (428);
+// anything that is not an entity tag is malformed (400)
+// (EXT.CONCURRENCY.VERSION.001, RFC 9110 §13.1.1).
 func TestParseIfMatch(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		header string
-		v      domain.Version
-		res    ifMatchResult
+		lines []string
+		res   ifMatchResult
+		vs    []domain.Version
+		bad   string
 	}{
-		{"", 0, ifMatchMissing},
-		{"   ", 0, ifMatchMissing},
-		{"*", 0, ifMatchMissing},
-		{" * ", 0, ifMatchMissing},
-		{`"v1"`, 1, ifMatchVersion},
-		{` "v42" `, 42, ifMatchVersion},
-		{`"v9223372036854775807"`, 9223372036854775807, ifMatchVersion},
-		{`"v1", "v2"`, 1, ifMatchVersion},
-		{`W/"v3", "v2"`, 2, ifMatchVersion},
-		{`"x", "v5"`, 5, ifMatchVersion},
+		{nil, ifMatchMissing, nil, ""},
+		{[]string{""}, ifMatchMissing, nil, ""},
+		{[]string{"   "}, ifMatchMissing, nil, ""},
+		{[]string{" , ,"}, ifMatchMissing, nil, ""},
+		{[]string{"*"}, ifMatchAny, nil, ""},
+		{[]string{" * "}, ifMatchAny, nil, ""},
+		{[]string{`"v1"`}, ifMatchTags, []domain.Version{1}, ""},
+		{[]string{` "v42" `}, ifMatchTags, []domain.Version{42}, ""},
+		{[]string{`"v9223372036854775807"`}, ifMatchTags, []domain.Version{9223372036854775807}, ""},
+		{[]string{`"v1", "v2"`}, ifMatchTags, []domain.Version{1, 2}, ""},
+		{[]string{`"v1","v2"`}, ifMatchTags, []domain.Version{1, 2}, ""},
+		{[]string{`"v2", "v1", "v2"`}, ifMatchTags, []domain.Version{2, 1}, ""},
+		{[]string{`"v1"`, `"v3"`}, ifMatchTags, []domain.Version{1, 3}, ""},
+		{[]string{`W/"v3", "v2"`}, ifMatchTags, []domain.Version{2}, ""},
+		{[]string{`"x", "v5"`}, ifMatchTags, []domain.Version{5}, ""},
+		{[]string{`"a,b", "v5"`}, ifMatchTags, []domain.Version{5}, ""},
+		{[]string{`"v1", , "v2",`}, ifMatchTags, []domain.Version{1, 2}, ""},
 
-		{`W/"v1"`, 0, ifMatchNoneKnown},
-		{`w/"v1"`, 0, ifMatchNoneKnown},
-		{`"v0"`, 0, ifMatchNoneKnown},
-		{`"v-1"`, 0, ifMatchNoneKnown},
-		{`"v+1"`, 0, ifMatchNoneKnown},
-		{`"v01"`, 0, ifMatchNoneKnown},
-		{`"v 1"`, 0, ifMatchNoneKnown},
-		{`"v1.0"`, 0, ifMatchNoneKnown},
-		{`"v"`, 0, ifMatchNoneKnown},
-		{`""`, 0, ifMatchNoneKnown},
-		{`"V1"`, 0, ifMatchNoneKnown},
-		{`"p1"`, 0, ifMatchNoneKnown},
-		{`v1`, 0, ifMatchNoneKnown},
-		{`"v1`, 0, ifMatchNoneKnown},
-		{`"v1"x`, 0, ifMatchNoneKnown},
-		{`"v9223372036854775808"`, 0, ifMatchNoneKnown},
-		{`garbage`, 0, ifMatchNoneKnown},
-		{`,`, 0, ifMatchNoneKnown},
+		{[]string{`W/"v1"`}, ifMatchTags, nil, ""},
+		{[]string{`"v0"`}, ifMatchTags, nil, ""},
+		{[]string{`"v-1"`}, ifMatchTags, nil, ""},
+		{[]string{`"v+1"`}, ifMatchTags, nil, ""},
+		{[]string{`"v01"`}, ifMatchTags, nil, ""},
+		{[]string{`"v1.0"`}, ifMatchTags, nil, ""},
+		{[]string{`"v"`}, ifMatchTags, nil, ""},
+		{[]string{`""`}, ifMatchTags, nil, ""},
+		{[]string{`"V1"`}, ifMatchTags, nil, ""},
+		{[]string{`"p1"`}, ifMatchTags, nil, ""},
+		{[]string{`"v9223372036854775808"`}, ifMatchTags, nil, ""},
+
+		{[]string{`v1`}, ifMatchMalformed, nil, "v1"},
+		{[]string{`"v1", v2`}, ifMatchMalformed, nil, "v2"},
+		{[]string{`w/"v1"`}, ifMatchMalformed, nil, `w/"v1"`},
+		{[]string{`W/v1`}, ifMatchMalformed, nil, "W/v1"},
+		{[]string{`"v1`}, ifMatchMalformed, nil, `"v1`},
+		{[]string{`"v1"x`}, ifMatchMalformed, nil, `"v1"x`},
+		{[]string{`"v 1"`}, ifMatchMalformed, nil, `"v 1"`},
+		{[]string{`"v1", *`}, ifMatchMalformed, nil, "*"},
+		{[]string{`*`, `"v1"`}, ifMatchMalformed, nil, "*"},
+		{[]string{`garbage`}, ifMatchMalformed, nil, "garbage"},
+		{[]string{"\"v1\x00\""}, ifMatchMalformed, nil, "\"v1\x00\""},
 	}
 	for _, c := range cases {
-		v, res := parseIfMatch(c.header)
-		if v != c.v || res != c.res {
-			t.Errorf("parseIfMatch(%q) = %d, %d; want %d, %d", c.header, v, res, c.v, c.res)
+		m := parseIfMatch(c.lines)
+		if m.result != c.res || !slices.Equal(m.versions, c.vs) || m.bad != c.bad {
+			t.Errorf("parseIfMatch(%q) = %d %v %q; want %d %v %q", c.lines, m.result, m.versions, m.bad, c.res, c.vs, c.bad)
 		}
+	}
+}
+
+// TestIfMatchProblems: each refused form has its status, code and a detail
+// that says which case it was.
+func TestIfMatchProblems(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		lines          []string
+		status         int
+		code, inDetail string
+	}{
+		{nil, 428, codePreconditionNeeded, "missing"},
+		{[]string{"*"}, 428, codePreconditionNeeded, "If-Match: * names no version"},
+		{[]string{"v3"}, 400, codeMalformed, `If-Match: "v3"`},
+		{[]string{`W/v12`}, 400, codeMalformed, `If-Match: "v12"`},
+		{[]string{"\"\x01"}, 400, codeMalformed, `If-Match: "v1"`},
+		{[]string{`W/"v3"`}, 409, string(domain.CodeVersionConflict), "weak"},
+	}
+	for _, c := range cases {
+		p := parseIfMatch(c.lines).problem()
+		if p == nil || p.Status != c.status || p.Code != c.code || !strings.Contains(p.Detail, c.inDetail) {
+			t.Errorf("If-Match %q: problem %+v, want %d %s with %q", c.lines, p, c.status, c.code, c.inDetail)
+		}
+	}
+	if p := parseIfMatch([]string{`W/"v1", "v2"`}).problem(); p != nil {
+		t.Errorf("a list with a strong version tag is left to the use case, got %+v", p)
 	}
 }
 
@@ -83,9 +127,11 @@ func TestNoneMatch(t *testing.T) {
 		{`v1`, 1, false},
 		{`"V1"`, 1, false},
 		{`garbage`, 1, false},
+		{`"v2", v1`, 1, false},
+		{`"a,b", "v1"`, 1, true},
 	}
 	for _, c := range cases {
-		if got := noneMatch(c.header, c.v); got != c.want {
+		if got := noneMatch([]string{c.header}, c.v); got != c.want {
 			t.Errorf("noneMatch(%q, %d) = %v, want %v", c.header, c.v, got, c.want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 )
@@ -65,7 +66,8 @@ func parseKey(h []string) (key string, present bool, ok bool) {
 }
 
 // fingerprint hashes a canonical form of the request (EXT.IDEMPOTENCY.KEY.001):
-// the route identity (method, route pattern, path parameters sorted by name)
+// the route identity (method, route pattern, path parameters sorted by name,
+// each in canonical form)
 // and the mapped command, encoded as JSON from a Go struct, so that the
 // caller's key order and whitespace do not change it. Credentials and the key
 // itself are not part of it.
@@ -89,7 +91,7 @@ func fingerprint(r *http.Request, command any) ([32]byte, error) {
 			h.Write([]byte{0})
 			h.Write([]byte(rc.URLParams.Keys[i]))
 			h.Write([]byte{'='})
-			h.Write([]byte(rc.URLParams.Values[i]))
+			h.Write([]byte(canonicalParam(rc.URLParams.Values[i])))
 		}
 	}
 	h.Write([]byte{0})
@@ -97,6 +99,17 @@ func fingerprint(r *http.Request, command any) ([32]byte, error) {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum, nil
+}
+
+// canonicalParam is a path parameter as the fingerprint sees it: an id in
+// the one form uuid.Parse maps every spelling of it to (lower case, with
+// dashes), so that /v1/orders/ABC… and /v1/orders/abc…, which name one
+// resource, are one route identity. Other values are taken as sent.
+func canonicalParam(v string) string {
+	if id, err := uuid.Parse(v); err == nil {
+		return id.String()
+	}
+	return v
 }
 
 // idempotencyKey validates the header for an operation and builds the scoped

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -52,7 +51,7 @@ func renderOrder(status int, withLocation bool) func(*domain.Order) (app.Receipt
 }
 
 type placeOrderIn struct {
-	Lines *[]json.RawMessage `json:"lines"` // decoded one by one, so errors name the index
+	Lines *[]orderLineIn `json:"lines"`
 }
 
 type orderLineIn struct {
@@ -78,12 +77,7 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := make([]string, len(*in.Lines))
 	qty := make([]int64, len(*in.Lines))
-	for i, raw := range *in.Lines {
-		var l orderLineIn
-		if p := decodeElement(raw, &l, "lines["+strconv.Itoa(i)+"]"); p != nil {
-			s.writeProblem(w, r, p)
-			return
-		}
+	for i, l := range *in.Lines {
 		if l.ProductID == nil {
 			v.Add("lines["+strconv.Itoa(i)+"].product_id", "is required")
 		} else {
@@ -176,15 +170,15 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, move app.Tra
 		return
 	}
 	pr := principal(r)
-	version, res := parseIfMatch(r.Header.Get("If-Match"))
-	cmd := app.TransitionOrderCommand{ID: id, Move: move, Expected: version}
+	pre := parseIfMatch(r.Header.Values("If-Match"))
+	cmd := app.TransitionOrderCommand{ID: id, Move: move, Expected: pre.versions}
 	key, prob := idempotencyKey(r, pr, operation, keyAccepted, cmd)
 	if prob != nil {
 		s.writeProblem(w, r, prob)
 		return
 	}
-	if res != ifMatchVersion {
-		s.ifMatch(w, r)
+	if prob := pre.problem(); prob != nil {
+		s.writeProblem(w, r, prob)
 		return
 	}
 	out, err := s.TransitionOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusOK, false)})

@@ -128,6 +128,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case p.Status >= 500:
 		s.log.ErrorContext(r.Context(), "request failed", "err", err)
+	case errors.Is(err, domain.ErrValueRejected):
+		s.log.WarnContext(r.Context(), "the database refused a value that the domain accepted", "err", err)
 	}
 	s.writeProblem(w, r, p)
 }
@@ -138,6 +140,11 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, p *Problem
 	h := w.Header()
 	for k, v := range p.header {
 		h.Set(k, v)
+	}
+	if p.Status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+		// Every 503 says when to come back (RFC 9110 §10.2.3); a second is
+		// what a pool reconnect or a lock wait usually needs.
+		h.Set("Retry-After", "1")
 	}
 	if p.Status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="ordersvc"`)

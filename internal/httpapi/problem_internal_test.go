@@ -210,3 +210,34 @@ func TestReadyzWithoutDatabase(t *testing.T) {
 		t.Errorf("/healthz %d, want 200", rec.Code)
 	}
 }
+
+// TestEvery503CarriesRetryAfter: whichever way a 503 comes about (a
+// readiness probe, an unavailable database behind a use case, a problem
+// built directly), it carries Retry-After.
+func TestEvery503CarriesRetryAfter(t *testing.T) {
+	t.Parallel()
+	s, _ := testServer(t)
+	answers := map[string]*httptest.ResponseRecorder{}
+
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	answers["readyz"] = rec
+
+	rec = httptest.NewRecorder()
+	s.writeError(rec, httptest.NewRequest("GET", "/v1/products", nil), errors.Join(app.ErrUnavailable, errors.New("dial tcp: refused")))
+	answers["unavailable database"] = rec
+
+	rec = httptest.NewRecorder()
+	s.writeProblem(rec, httptest.NewRequest("GET", "/v1/products", nil), problem(codeUnavailable, "busy"))
+	answers["direct problem"] = rec
+
+	for name, rec := range answers {
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("%s: status %d, want 503", name, rec.Code)
+			continue
+		}
+		if v := rec.Header().Get("Retry-After"); v == "" {
+			t.Errorf("%s: 503 without Retry-After", name)
+		}
+	}
+}

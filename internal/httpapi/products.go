@@ -119,17 +119,16 @@ func (s *Server) updateProduct(w http.ResponseWriter, r *http.Request) {
 	pr := principal(r)
 	// The key is checked before the precondition, so that a retried PATCH
 	// whose first response was lost replays its 200 instead of a 409.
-	version, res := parseIfMatch(r.Header.Get("If-Match"))
-	cmd := app.UpdateProductCommand{ID: id, Expected: version, Name: in.Name, PriceCents: in.PriceCents}
+	pre := parseIfMatch(r.Header.Values("If-Match"))
+	cmd := app.UpdateProductCommand{ID: id, Expected: pre.versions, Name: in.Name, PriceCents: in.PriceCents}
 	key, prob := idempotencyKey(r, pr, "updateProduct", keyAccepted, cmd)
 	if prob != nil {
 		s.writeProblem(w, r, prob)
 		return
 	}
-	if res != ifMatchVersion {
-		if _, ok := s.ifMatch(w, r); !ok {
-			return
-		}
+	if prob := pre.problem(); prob != nil {
+		s.writeProblem(w, r, prob)
+		return
 	}
 	out, err := s.UpdateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusOK, false)})
 	s.respond(w, r, "updateProduct", out, err)

@@ -76,25 +76,10 @@ func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool
 	return id, true
 }
 
-// ifMatch reads the precondition of a write that requires one.
-func (s *Server) ifMatch(w http.ResponseWriter, r *http.Request) (domain.Version, bool) {
-	v, res := parseIfMatch(r.Header.Get("If-Match"))
-	switch res {
-	case ifMatchMissing:
-		s.writeProblem(w, r, problem(codePreconditionNeeded, "this write requires an If-Match header with the resource's current ETag"))
-		return 0, false
-	case ifMatchNoneKnown:
-		// No tag can match the current version: it is stale, weak or unknown.
-		s.writeProblem(w, r, problem(string(domain.CodeVersionConflict), "If-Match does not name the current version; fetch the resource and retry with its ETag"))
-		return 0, false
-	}
-	return v, true
-}
-
 // notModified answers 304 when If-None-Match matches version v.
 func notModified(w http.ResponseWriter, r *http.Request, v domain.Version) bool {
 	w.Header().Set("ETag", etag(v))
-	if noneMatch(r.Header.Get("If-None-Match"), v) {
+	if noneMatch(r.Header.Values("If-None-Match"), v) {
 		w.WriteHeader(http.StatusNotModified)
 		return true
 	}

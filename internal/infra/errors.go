@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,6 +16,7 @@ import (
 
 // SQLSTATE codes that the service treats specially.
 const (
+	sqlDataExceptionClass   = "22" // 22001 too long, 22003 out of range, 22021 U+0000 in text, …
 	sqlUniqueViolation      = "23505"
 	sqlCheckViolation       = "23514"
 	sqlSerializationFailure = "40001"
@@ -27,8 +29,10 @@ const (
 
 // translate maps driver errors to the errors the application switches on, in
 // one place: unique and check violations become domain outcomes, no rows
-// becomes not found, and an unreachable or overloaded database becomes
-// app.ErrUnavailable. Everything else passes through unchanged.
+// becomes not found, a data exception (class 22: a value the database will
+// not store) becomes domain.ErrValueRejected, and an unreachable or
+// overloaded database becomes app.ErrUnavailable. Everything else passes
+// through unchanged. The driver's error stays in the chain for the log.
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -38,6 +42,11 @@ func translate(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		if strings.HasPrefix(pgErr.Code, sqlDataExceptionClass) {
+			// The domain's rules should have refused the value; this is the
+			// backstop that keeps a rule it lacks from becoming a 500.
+			return errors.Join(domain.ErrValueRejected, err)
+		}
 		switch pgErr.Code {
 		case sqlUniqueViolation:
 			if pgErr.ConstraintName == "products_sku_key" {
