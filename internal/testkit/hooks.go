@@ -68,8 +68,13 @@ func StatementName(sql string) string {
 
 // Stop arms a stop where (before or after) the statement named statement. It
 // holds every connection that reaches it until Release.
-func (h *Hooks) Stop(where Where, statement string) *Stop {
-	s := &Stop{h: h, where: where, name: statement, arrived: make(chan struct{}), release: make(chan struct{}), changed: make(chan struct{}, 1)}
+func (h *Hooks) Stop(where Where, statement string) *Stop { return h.StopFirst(where, statement, 0) }
+
+// StopFirst is Stop for the first n connections that reach the statement;
+// later ones pass. n = 0 holds every one.
+func (h *Hooks) StopFirst(where Where, statement string, n int) *Stop {
+	s := &Stop{h: h, where: where, name: statement, limit: n,
+		arrived: make(chan struct{}), release: make(chan struct{}), changed: make(chan struct{}, 1)}
 	h.mu.Lock()
 	h.stops = append(h.stops, s)
 	h.mu.Unlock()
@@ -165,6 +170,7 @@ type Stop struct {
 	h     *Hooks
 	where Where
 	name  string
+	limit int
 
 	mu       sync.Mutex
 	held     int
@@ -178,7 +184,7 @@ func (s *Stop) String() string { return fmt.Sprintf("%s %s", s.where, s.name) }
 
 func (s *Stop) hold() {
 	s.mu.Lock()
-	if s.released {
+	if s.released || (s.limit > 0 && s.held >= s.limit) {
 		s.mu.Unlock()
 		return
 	}
