@@ -384,7 +384,7 @@ func TestContractPagination(t *testing.T) {
 func tableDigest(t *testing.T, e *testkit.Env) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, tbl := range []string{"actors", "api_tokens", "products", "stock_adjustments", "idempotency_keys", "orders", "order_lines", "payments"} {
+	for _, tbl := range []string{"actors", "api_tokens", "products", "stock_adjustments", "idempotency_keys", "orders", "order_lines", "payments", "outbox_events"} {
 		var d string
 		q := fmt.Sprintf(`SELECT count(*)::text || ':' || COALESCE(md5(string_agg(x::text, '|' ORDER BY x::text)), '') FROM %s x`, tbl)
 		if err := e.Pool.QueryRow(t.Context(), q).Scan(&d); err != nil {
@@ -397,7 +397,7 @@ func tableDigest(t *testing.T, e *testkit.Env) map[string]string {
 
 // TestContractRejectionsLeaveNoTrace: every rejected write, keyed or not,
 // leaves every table exactly as it was: no half-written order, no stored
-// key, no moved stock.
+// key, no moved stock, no event.
 func TestContractRejectionsLeaveNoTrace(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)

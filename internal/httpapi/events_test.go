@@ -3,11 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/testkit"
@@ -161,75 +161,237 @@ func TestEventsAreWrittenWithTheirChange(t *testing.T) {
 	}
 }
 
-// failingOutbox appends the event for real and then fails, as if the
-// transaction broke right after: the event must vanish with the change.
-type failingOutbox struct{ inner app.OutboxRepo }
+// ---- the event and its change commit together
 
-func (f failingOutbox) Append(ctx context.Context, ev app.Event) error {
-	if err := f.inner.Append(ctx, ev); err != nil {
-		return err
+// outboxWriter says where a service writes its events: "in the transaction"
+// (the real service), or one of two naive variants that a test of the
+// outbox must catch.
+type outboxWriter string
+
+const (
+	inTheTransaction   outboxWriter = "in the transaction"
+	beforeCommitOnPool outboxWriter = "on another connection, before the commit"
+	afterCommitOnPool  outboxWriter = "on another connection, after the commit"
+)
+
+// outboxEnv is the service with its events written by w.
+func outboxEnv(t *testing.T, w outboxWriter) *testkit.Env {
+	switch w {
+	case beforeCommitOnPool:
+		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return testkit.Override{Inner: inner, Outbox: func(app.Tx) app.OutboxRepo { return inner.Read().Outbox() }}
+		}})
+	case afterCommitOnPool:
+		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return afterCommitOutbox{inner}
+		}})
 	}
-	return errors.New("injected failure after the event was written")
+	return testkit.New(t)
 }
 
-// TestEventCommitsOnlyWithItsChange shows that the outbox row is written in
-// the use case's own transaction: when the transaction fails after the event
-// was appended, neither the business change nor the event nor the
-// idempotency record survives. An event written on another connection would
-// survive the rollback.
-func TestEventCommitsOnlyWithItsChange(t *testing.T) {
-	t.Parallel()
-	var fail atomic.Bool
-	e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-		return testkit.Override{Inner: inner, Outbox: func(tx app.Tx) app.OutboxRepo {
-			if fail.Load() {
-				return failingOutbox{tx.Outbox()}
-			}
-			return tx.Outbox()
-		}}
-	}})
-	cust := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(100, 10)
-	res := e.Do("POST", "/v1/orders", cust.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}}, "Idempotency-Key", newKey())
-	expectStatus(t, "place", res, http.StatusCreated, "")
-	order, etag := res.String("id"), res.Header.Get("ETag")
-	before := e.QueryInt(`SELECT count(*) FROM outbox_events`)
-	fail.Store(true)
+// afterCommitOutbox keeps the events a use case appends and writes them on
+// the pool once its transaction has committed.
+type afterCommitOutbox struct{ app.Transactor }
 
-	cases := []struct {
-		name            string
-		do              func() *testkit.Response
-		changeUnchanged string // a query that returns 1 when nothing changed
-	}{
-		{"adjust stock", func() *testkit.Response {
-			return e.Do("POST", "/v1/products/"+product+"/stock-adjustments", e.Staff.Token, map[string]any{"delta": 7, "reason": "restock"}, "Idempotency-Key", newKey())
-		}, fmt.Sprintf(`SELECT count(*) FROM products WHERE id = '%s' AND stock = 9 AND NOT EXISTS (SELECT 1 FROM stock_adjustments)`, product)},
-		{"place order", func() *testkit.Response {
-			return e.Do("POST", "/v1/orders", cust.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 2}}}, "Idempotency-Key", newKey())
-		}, fmt.Sprintf(`SELECT count(*) FROM products WHERE id = '%s' AND stock = 9 AND (SELECT count(*) FROM orders) = 1`, product)},
-		{"record payment", func() *testkit.Response {
-			return e.Do("POST", "/v1/orders/"+order+"/payments", cust.Token, map[string]any{"amount_cents": 50}, "Idempotency-Key", newKey())
-		}, fmt.Sprintf(`SELECT count(*) FROM orders WHERE id = '%s' AND paid_cents = 0 AND NOT EXISTS (SELECT 1 FROM payments)`, order)},
-		{"ship order", func() *testkit.Response {
-			return e.Do("POST", "/v1/orders/"+order+"/ship", e.Staff.Token, nil, "If-Match", etag)
-		}, fmt.Sprintf(`SELECT count(*) FROM orders WHERE id = '%s' AND status = 'placed' AND version = 1`, order)},
-		{"cancel order", func() *testkit.Response {
-			return e.Do("POST", "/v1/orders/"+order+"/cancel", cust.Token, nil, "If-Match", etag)
-		}, fmt.Sprintf(`SELECT count(*) FROM orders WHERE id = '%s' AND status = 'placed' AND version = 1 AND (SELECT stock FROM products) = 9`, order)},
+func (a afterCommitOutbox) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+	var pending heldEvents
+	err := testkit.Override{Inner: a.Transactor, Outbox: func(app.Tx) app.OutboxRepo {
+		return &pending
+	}}.InTx(ctx, iso, func(ctx context.Context, tx app.Tx) error {
+		pending = nil // a retried attempt starts over
+		return fn(ctx, tx)
+	})
+	if err != nil {
+		return err
 	}
+	for _, ev := range pending {
+		if err := a.Read().Outbox().Append(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type heldEvents []app.Event
+
+func (h *heldEvents) Append(_ context.Context, ev app.Event) error {
+	*h = append(*h, ev)
+	return nil
+}
+
+// outboxCase is one use case that appends an event: do sends it, and
+// change and events are SQL expressions that count its business change and
+// its event.
+type outboxCase struct {
+	name, change, events string
+	do                   func() *testkit.Response
+}
+
+// outboxCases sets up one case per use case that appends an event, each on
+// rows of its own.
+func outboxCases(t *testing.T, e *testkit.Env) []outboxCase {
+	t.Helper()
+	product := e.NewProduct(100, 10)
+	buyer := e.NewActor("customer", 1_000_000)
+	owner := e.NewActor("customer", 1_000_000)
+	order := func() (string, string) {
+		res := e.Do("POST", "/v1/orders", owner.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}}, "Idempotency-Key", newKey())
+		expectStatus(t, "setup order", res, http.StatusCreated, "")
+		return res.String("id"), res.Header.Get("ETag")
+	}
+	toPay, _ := order()
+	toShip, shipTag := order()
+	toCancel, cancelTag := order()
+	return []outboxCase{
+		{"adjust stock",
+			fmt.Sprintf(`(SELECT count(*) FROM stock_adjustments WHERE product_id = '%s')`, product),
+			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'stock.adjusted' AND aggregate_id = '%s')`, product),
+			func() *testkit.Response {
+				return e.Do("POST", "/v1/products/"+product+"/stock-adjustments", e.Staff.Token, map[string]any{"delta": 7, "reason": "restock"}, "Idempotency-Key", newKey())
+			}},
+		{"place order",
+			fmt.Sprintf(`(SELECT count(*) FROM orders WHERE customer_id = '%s')`, buyer.ID),
+			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'order.placed' AND payload->>'customer_id' = '%s')`, buyer.ID),
+			func() *testkit.Response {
+				return e.Do("POST", "/v1/orders", buyer.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 2}}}, "Idempotency-Key", newKey())
+			}},
+		{"record payment",
+			fmt.Sprintf(`(SELECT count(*) FROM payments WHERE order_id = '%s')`, toPay),
+			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'payment.recorded' AND aggregate_id = '%s')`, toPay),
+			func() *testkit.Response {
+				return e.Do("POST", "/v1/orders/"+toPay+"/payments", owner.Token, map[string]any{"amount_cents": 50}, "Idempotency-Key", newKey())
+			}},
+		{"ship order",
+			fmt.Sprintf(`(SELECT count(*) FROM orders WHERE id = '%s' AND status = 'shipped')`, toShip),
+			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'order.shipped' AND aggregate_id = '%s')`, toShip),
+			func() *testkit.Response {
+				return e.Do("POST", "/v1/orders/"+toShip+"/ship", e.Staff.Token, nil, "If-Match", shipTag)
+			}},
+		{"cancel order",
+			fmt.Sprintf(`(SELECT count(*) FROM orders WHERE id = '%s' AND status = 'cancelled')`, toCancel),
+			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'order.cancelled' AND aggregate_id = '%s')`, toCancel),
+			func() *testkit.Response {
+				return e.Do("POST", "/v1/orders/"+toCancel+"/cancel", owner.Token, nil, "If-Match", cancelTag)
+			}},
+	}
+}
+
+// seen reads, in one statement and so in one snapshot, how many business
+// changes and events of c a reader sees.
+func (c outboxCase) seen(t *testing.T, e *testkit.Env) (changes, events int64) {
+	t.Helper()
+	if err := e.Pool.QueryRow(context.Background(), `SELECT `+c.change+`, `+c.events).Scan(&changes, &events); err != nil {
+		t.Fatal(err)
+	}
+	return changes, events
+}
+
+// eventVisibility runs every case once with the request held at each of the
+// points between its business change and the end of its commit where an
+// event could be written (before the event's insert, before COMMIT), and
+// has a reader look meanwhile. It returns every moment at which the reader
+// saw the change without its event or the event without its change.
+func eventVisibility(t *testing.T, e *testkit.Env) []string {
+	var broken []string
+	for _, at := range []string{"OutboxInsert", "commit"} {
+		for _, c := range outboxCases(t, e) {
+			stop := e.Hooks.StopFirst(testkit.Before, at, 1)
+			out := make(chan *testkit.Response, 1)
+			go func() { out <- c.do() }()
+			stop.WaitArrived(t, 10*time.Second)
+			changes, events := c.seen(t, e)
+			stop.Release()
+			res := <-out
+			if res.Status >= 300 {
+				t.Fatalf("%s: %d %s", c.name, res.Status, res.Body)
+			}
+			doneChanges, doneEvents := c.seen(t, e)
+			t.Logf("%s, held before %s: reader saw %d changes and %d events; after the answer %d and %d", c.name, at, changes, events, doneChanges, doneEvents)
+			if changes != events {
+				broken = append(broken, fmt.Sprintf("%s, held before %s: a reader saw %d changes and %d events", c.name, at, changes, events))
+			}
+			if doneChanges != 1 || doneEvents != 1 {
+				broken = append(broken, fmt.Sprintf("%s: %d changes and %d events after the answer, want 1 and 1", c.name, doneChanges, doneEvents))
+			}
+		}
+	}
+	return broken
+}
+
+// TestOutboxEventBecomesVisibleWithItsChange: for every use case that
+// publishes, a reader never sees the business change without its event or
+// the event without its change, however the request is held between its
+// change and its commit (EXT.CONCURRENCY.ADOPT.001: the event rides in the
+// change's transaction). The two naive variants write the event on another
+// connection, one before the commit (the event shows while the change is
+// still uncommitted) and one after it (the change shows while the event is
+// not written yet); both are caught.
+func TestOutboxEventBecomesVisibleWithItsChange(t *testing.T) {
+	t.Parallel()
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		for _, b := range eventVisibility(t, outboxEnv(t, inTheTransaction)) {
+			t.Error(b)
+		}
+	})
+	for _, w := range []outboxWriter{beforeCommitOnPool, afterCommitOnPool} {
+		t.Run("naive: event written "+string(w)+" is caught", func(t *testing.T) {
+			t.Parallel()
+			broken := eventVisibility(t, outboxEnv(t, w))
+			if len(broken) == 0 {
+				t.Fatalf("events written %s: no reader saw one without the other; the test cannot tell", w)
+			}
+			t.Logf("naive variant caught, as it must be: %v", broken)
+		})
+	}
+}
+
+// eventFailure makes every event insert fail in the database (a CHECK that
+// no row passes, NOT VALID so that the rows already there stay) and runs
+// every case. It returns every case that was not answered with a 5xx or
+// whose business change, key record or event survived the failed insert.
+func eventFailure(t *testing.T, e *testkit.Env) []string {
+	cases := outboxCases(t, e)
+	keysBefore := e.QueryInt(`SELECT count(*) FROM idempotency_keys`)
+	e.Exec(`ALTER TABLE outbox_events ADD CONSTRAINT refuse_every_event CHECK (false) NOT VALID`)
+	var broken []string
 	for _, c := range cases {
 		res := c.do()
-		if res.Err != nil || res.Status != http.StatusInternalServerError {
-			t.Errorf("%s: got %d %s (%v), want 500 from the injected failure", c.name, res.Status, res.Body, res.Err)
+		changes, events := c.seen(t, e)
+		t.Logf("%s with the event insert failing: %d %s; %d changes, %d events", c.name, res.Status, res.Code(), changes, events)
+		if res.Status < 500 {
+			broken = append(broken, fmt.Sprintf("%s: answered %d %s although its event could not be written", c.name, res.Status, res.Body))
 		}
-		if e.QueryInt(c.changeUnchanged) != 1 {
-			t.Errorf("%s: the business change survived the failed transaction", c.name)
-		}
-		if n := e.QueryInt(`SELECT count(*) FROM outbox_events`); n != before {
-			t.Errorf("%s: %d events, want %d: the event survived its transaction", c.name, n, before)
+		if changes != 0 || events != 0 {
+			broken = append(broken, fmt.Sprintf("%s: %d changes and %d events survived the failed event insert", c.name, changes, events))
 		}
 	}
-	if n := e.QueryInt(`SELECT count(*) FROM idempotency_keys`); n != 1 {
-		t.Errorf("%d idempotency records, want only the first placement's", n)
+	if n := e.QueryInt(`SELECT count(*) FROM idempotency_keys`); n != keysBefore {
+		broken = append(broken, fmt.Sprintf("%d idempotency records were stored by failed requests", n-keysBefore))
 	}
+	e.Exec(`ALTER TABLE outbox_events DROP CONSTRAINT refuse_every_event`)
+	return broken
+}
+
+// TestOutboxFailureRollsBackTheChange: when the event's insert fails, the
+// whole transaction fails with it: no business change, no event and no
+// idempotency record survive, and the client gets a 5xx it may retry. The
+// naive variant that writes the event after the commit on another connection
+// is caught: its changes survive without their events.
+func TestOutboxFailureRollsBackTheChange(t *testing.T) {
+	t.Parallel()
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		for _, b := range eventFailure(t, outboxEnv(t, inTheTransaction)) {
+			t.Error(b)
+		}
+	})
+	t.Run("naive: event written "+string(afterCommitOnPool)+" is caught", func(t *testing.T) {
+		t.Parallel()
+		broken := eventFailure(t, outboxEnv(t, afterCommitOnPool))
+		if len(broken) == 0 {
+			t.Fatal("the naive variant kept the invariant: the test cannot tell")
+		}
+		t.Logf("naive variant caught, as it must be: %v", broken)
+	})
 }
