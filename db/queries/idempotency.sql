@@ -18,6 +18,8 @@ WHERE actor_id = @actor_id AND operation = @operation AND key = @key;
 -- name: IdempotencyReclaimExpired :execrows
 -- A record past its expiry frees its key (EXT.IDEMPOTENCY.RETENTION.001) even
 -- before the purge has removed it: the row is taken over for the new request.
+-- A concurrent duplicate that reclaims too waits on this row's lock, so the
+-- caller bounds it with IdempotencySetLockTimeout like the claim.
 UPDATE idempotency_keys
 SET fingerprint      = @fingerprint,
     state            = 'in_progress',
@@ -30,11 +32,16 @@ WHERE actor_id = @actor_id AND operation = @operation AND key = @key
   AND expires_at <= now();
 
 -- name: IdempotencyComplete :exec
+-- The record's life (IDEMPOTENCY_TTL) counts from its completion, not from
+-- its claim: clock_timestamp() is the moment this statement runs, just
+-- before COMMIT, while now() is the transaction's start. A request that ran
+-- longer than the TTL is still replayable for the whole TTL after it ended.
 UPDATE idempotency_keys
 SET state            = 'completed',
     response_status  = @response_status,
     response_headers = @response_headers,
-    response_body    = @response_body
+    response_body    = @response_body,
+    expires_at       = clock_timestamp() + make_interval(secs => @ttl_seconds::float8)
 WHERE actor_id = @actor_id AND operation = @operation AND key = @key;
 
 -- name: IdempotencyPurgeLock :one

@@ -49,8 +49,11 @@ var errRecordPurged = errors.New("idempotency record purged during the claim")
 const claimTries = 3
 
 func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
+	// Every wait of the claim (on the original's claim, on its reclaim of
+	// an expired record) comes out of one budget of IDEMPOTENCY_WAIT.
+	deadline := time.Now().Add(s.keys.Wait)
 	for try := 1; ; try++ {
-		r, err := s.claimOnce(ctx, k)
+		r, err := s.claimOnce(ctx, k, deadline)
 		if !errors.Is(err, errRecordPurged) {
 			return r, err
 		}
@@ -60,24 +63,26 @@ func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	}
 }
 
-func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error) {
+// waitLeft is what remains of the claim's wait budget, as a lock_timeout:
+// at least a millisecond, since 0 would switch the timeout off.
+func waitLeft(deadline time.Time) string {
+	return ms(max(time.Until(deadline), time.Millisecond))
+}
+
+func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) (*app.Receipt, error) {
 	// One round trip: bound the wait, claim, restore the lock timeout, and
 	// read the record that holds the key (our own when the claim took it).
 	// The server runs the four in this order and stops at the first error.
 	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
 	b := &pgx.Batch{}
-	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.Wait))
+	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, waitLeft(deadline))
 	b.Queue(dbsqlc.IdempotencyClaimSQL, k.ActorID, k.Operation, k.Value, k.Fingerprint[:], s.keys.TTL.Seconds())
 	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.LockTimeout))
 	b.Queue(dbsqlc.IdempotencyGetSQL, get.ActorID, get.Operation, get.Key)
 	br := s.db.SendBatch(ctx, b)
 	n, rec, err := readClaim(br)
 	if err = firstErr(err, br.Close()); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == sqlLockNotAvailable || pgErr.Code == sqlQueryCanceled) {
-			return nil, &app.KeyInProgressError{RetryAfter: time.Second}
-		}
-		return nil, translate(err)
+		return nil, claimErr(err)
 	}
 	if n == 1 {
 		return nil, nil
@@ -87,25 +92,15 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error
 	}
 	if rec.Expired {
 		// Past its expiry the key is free again: take the row over. If a
-		// concurrent request took it first, this waits for it and then
-		// updates nothing, and the fresh record is read below.
-		n, err := s.q.IdempotencyReclaimExpired(ctx, s.db, dbsqlc.IdempotencyReclaimExpiredParams{
-			ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:],
-			TtlSeconds: s.keys.TTL.Seconds(),
-		})
-		if err != nil {
-			return nil, translate(err)
+		// concurrent duplicate took it first, this waits on the row's lock
+		// for what is left of IDEMPOTENCY_WAIT, like the claim, and then
+		// updates nothing, and the fresh record is read in the same batch.
+		if rec, err = s.reclaim(ctx, k, deadline); err != nil {
+			return nil, err
 		}
-		if n == 1 {
+		if rec == nil {
 			return nil, nil
 		}
-		again, err := s.q.IdempotencyGet(ctx, s.db, get)
-		if isNoRows(err) {
-			return nil, errRecordPurged
-		} else if err != nil {
-			return nil, translate(err)
-		}
-		rec = &again
 	}
 	if !bytes.Equal(rec.Fingerprint, k.Fingerprint[:]) {
 		return nil, app.ErrKeyReused
@@ -122,8 +117,42 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key) (*app.Receipt, error
 	return r, nil
 }
 
-// readClaim reads the claim batch's results: rows the claim inserted, and
-// the record that holds the key (nil when there is none).
+// reclaim takes over the expired record that holds k, in one round trip
+// (bound the wait, take over, restore the lock timeout, read the holder).
+// It returns nil when the key is now this transaction's, or the record of
+// the duplicate that took it over first.
+func (s keyStore) reclaim(ctx context.Context, k app.Key, deadline time.Time) (*dbsqlc.IdempotencyGetRow, error) {
+	b := &pgx.Batch{}
+	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, waitLeft(deadline))
+	b.Queue(dbsqlc.IdempotencyReclaimExpiredSQL, k.Fingerprint[:], s.keys.TTL.Seconds(), k.ActorID, k.Operation, k.Value)
+	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.LockTimeout))
+	b.Queue(dbsqlc.IdempotencyGetSQL, k.ActorID, k.Operation, k.Value)
+	br := s.db.SendBatch(ctx, b)
+	n, rec, err := readClaim(br)
+	if err = firstErr(err, br.Close()); err != nil {
+		return nil, claimErr(err)
+	}
+	if n == 1 {
+		return nil, nil
+	}
+	if rec == nil {
+		return nil, errRecordPurged
+	}
+	return rec, nil
+}
+
+// claimErr maps a claim's failure: a wait that ran out (lock_timeout, or a
+// cancel) means the holder is still in flight.
+func claimErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == sqlLockNotAvailable || pgErr.Code == sqlQueryCanceled) {
+		return &app.KeyInProgressError{RetryAfter: time.Second}
+	}
+	return translate(err)
+}
+
+// readClaim reads the results of a claim or reclaim batch: rows the claim
+// or reclaim wrote, and the record that holds the key (nil when there is none).
 func readClaim(br pgx.BatchResults) (int64, *dbsqlc.IdempotencyGetRow, error) {
 	if _, err := br.Exec(); err != nil {
 		return 0, nil, err
@@ -159,10 +188,11 @@ func (s keyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) error 
 		ResponseStatus:  pgtype.Int4{Int32: int32(r.Status), Valid: true},
 		ResponseHeaders: headers,
 		ResponseBody:    r.Body,
+		TtlSeconds:      s.keys.TTL.Seconds(),
 	}
 	if tx, ok := s.db.(*pipe); ok && tx.inTx() {
 		tx.atCommit(dbsqlc.IdempotencyCompleteSQL,
-			p.ResponseStatus, p.ResponseHeaders, p.ResponseBody, p.ActorID, p.Operation, p.Key)
+			p.ResponseStatus, p.ResponseHeaders, p.ResponseBody, p.TtlSeconds, p.ActorID, p.Operation, p.Key)
 		return nil
 	}
 	return translate(s.q.IdempotencyComplete(ctx, s.db, p))

@@ -58,6 +58,8 @@ type Options struct {
 	KeyTTL time.Duration
 	// MaxConns sizes the pool (default 16).
 	MaxConns int32
+	// LockTimeout is DB_LOCK_TIMEOUT, the pool's lock_timeout (default 3s).
+	LockTimeout time.Duration
 	// DatabaseURL, when set, is used instead of a fresh database.
 	DatabaseURL string
 }
@@ -78,12 +80,15 @@ func New(t testing.TB, opts ...Options) *Env {
 	if o.MaxConns == 0 {
 		o.MaxConns = 16
 	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = 3 * time.Second
+	}
 	url := o.DatabaseURL
 	if url == "" {
 		url = DB(t)
 	}
 	ctx := context.Background()
-	const lockTimeout = 3 * time.Second
+	lockTimeout := o.LockTimeout
 	hooks := &Hooks{}
 	pool, err := infra.NewPool(ctx, infra.PoolConfig{
 		URL: url, MaxConns: o.MaxConns,

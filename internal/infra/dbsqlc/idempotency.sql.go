@@ -47,24 +47,31 @@ UPDATE idempotency_keys
 SET state            = 'completed',
     response_status  = $1,
     response_headers = $2,
-    response_body    = $3
-WHERE actor_id = $4 AND operation = $5 AND key = $6
+    response_body    = $3,
+    expires_at       = clock_timestamp() + make_interval(secs => $4::float8)
+WHERE actor_id = $5 AND operation = $6 AND key = $7
 `
 
 type IdempotencyCompleteParams struct {
 	ResponseStatus  pgtype.Int4
 	ResponseHeaders []byte
 	ResponseBody    []byte
+	TtlSeconds      float64
 	ActorID         uuid.UUID
 	Operation       string
 	Key             string
 }
 
+// The record's life (IDEMPOTENCY_TTL) counts from its completion, not from
+// its claim: clock_timestamp() is the moment this statement runs, just
+// before COMMIT, while now() is the transaction's start. A request that ran
+// longer than the TTL is still replayable for the whole TTL after it ended.
 func (q *Queries) IdempotencyComplete(ctx context.Context, db DBTX, arg IdempotencyCompleteParams) error {
 	_, err := db.Exec(ctx, idempotencyComplete,
 		arg.ResponseStatus,
 		arg.ResponseHeaders,
 		arg.ResponseBody,
+		arg.TtlSeconds,
 		arg.ActorID,
 		arg.Operation,
 		arg.Key,
@@ -188,6 +195,8 @@ type IdempotencyReclaimExpiredParams struct {
 
 // A record past its expiry frees its key (EXT.IDEMPOTENCY.RETENTION.001) even
 // before the purge has removed it: the row is taken over for the new request.
+// A concurrent duplicate that reclaims too waits on this row's lock, so the
+// caller bounds it with IdempotencySetLockTimeout like the claim.
 func (q *Queries) IdempotencyReclaimExpired(ctx context.Context, db DBTX, arg IdempotencyReclaimExpiredParams) (int64, error) {
 	result, err := db.Exec(ctx, idempotencyReclaimExpired,
 		arg.Fingerprint,

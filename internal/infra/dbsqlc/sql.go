@@ -12,6 +12,7 @@ const (
 	IdempotencySetLockTimeoutSQL = idempotencySetLockTimeout
 	IdempotencyClaimSQL          = idempotencyClaim
 	IdempotencyGetSQL            = idempotencyGet
+	IdempotencyReclaimExpiredSQL = idempotencyReclaimExpired
 	IdempotencyCompleteSQL       = idempotencyComplete
 	ProductsLockForUpdateSQL     = productsLockForUpdate
 	ProductsAddStockSQL          = productsAddStock
