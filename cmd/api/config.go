@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
 // config is every setting of the service, parsed once from the environment.
@@ -22,6 +25,9 @@ type config struct {
 
 	OutboxPollInterval time.Duration
 	OutboxBatchSize    int
+	OutboxConcurrency  int
+	OutboxRetention    time.Duration
+	OutboxSecrets      [][]byte
 	OutboxMaxAttempts  int
 	OutboxClaimTimeout time.Duration
 	OutboxHTTPTimeout  time.Duration
@@ -68,6 +74,17 @@ var settings = []setting{
 	}},
 	{"OUTBOX_POLL_INTERVAL", "500ms", durationInto(func(c *config) *time.Duration { return &c.OutboxPollInterval })},
 	{"OUTBOX_BATCH_SIZE", "100", intInto(1, 1000, func(c *config) *int { return &c.OutboxBatchSize })},
+	{"OUTBOX_CONCURRENCY", "16", intInto(1, 256, func(c *config) *int { return &c.OutboxConcurrency })},
+	{"OUTBOX_RETENTION", "168h", durationInto(func(c *config) *time.Duration { return &c.OutboxRetention })},
+	{"OUTBOX_WEBHOOK_SECRET", "", func(c *config, v string) error {
+		keys, err := infra.ParseWebhookSecrets(v)
+		if err != nil {
+			// The value is a secret: never repeated in the error.
+			return errSecret{err}
+		}
+		c.OutboxSecrets = keys
+		return nil
+	}},
 	{"OUTBOX_MAX_ATTEMPTS", "20", intInto(1, 1000, func(c *config) *int { return &c.OutboxMaxAttempts })},
 	{"OUTBOX_CLAIM_TIMEOUT", "1m", durationInto(func(c *config) *time.Duration { return &c.OutboxClaimTimeout })},
 	{"OUTBOX_HTTP_TIMEOUT", "10s", durationInto(func(c *config) *time.Duration { return &c.OutboxHTTPTimeout })},
@@ -100,6 +117,11 @@ var settings = []setting{
 		return nil
 	}},
 }
+
+// errSecret is a setting's error whose value must not be printed.
+type errSecret struct{ err error }
+
+func (e errSecret) Error() string { return e.err.Error() }
 
 func durationInto(field func(*config) *time.Duration) func(*config, string) error {
 	return func(c *config, v string) error {
@@ -139,6 +161,10 @@ func loadConfig(getenv func(string) string, needDB bool) (config, error) {
 			continue
 		}
 		if err := s.apply(&c, v); err != nil {
+			var se errSecret
+			if errors.As(err, &se) {
+				return c, fmt.Errorf("%s: %w", s.name, se.err)
+			}
 			return c, fmt.Errorf("%s=%q: %w", s.name, v, err)
 		}
 	}

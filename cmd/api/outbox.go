@@ -20,6 +20,8 @@ func outboxConfig(c config) infra.OutboxConfig {
 		WebhookURL:   c.OutboxWebhookURL,
 		PollInterval: c.OutboxPollInterval,
 		BatchSize:    c.OutboxBatchSize,
+		Concurrency:  c.OutboxConcurrency,
+		Secrets:      c.OutboxSecrets,
 		MaxAttempts:  c.OutboxMaxAttempts,
 		ClaimTimeout: c.OutboxClaimTimeout,
 		HTTPTimeout:  c.OutboxHTTPTimeout,

@@ -28,7 +28,8 @@ func TestOutboxSettings(t *testing.T) {
 	}
 	if c.OutboxPollInterval != 500*time.Millisecond || c.OutboxBatchSize != 100 || c.OutboxMaxAttempts != 20 ||
 		c.OutboxClaimTimeout != time.Minute || c.OutboxHTTPTimeout != 10*time.Second ||
-		c.OutboxBackoffBase != time.Second || c.OutboxBackoffMax != 15*time.Minute || c.OutboxWebhookURL != "" {
+		c.OutboxBackoffBase != time.Second || c.OutboxBackoffMax != 15*time.Minute || c.OutboxWebhookURL != "" ||
+		c.OutboxConcurrency != 16 || c.OutboxRetention != 168*time.Hour || c.OutboxSecrets != nil {
 		t.Errorf("defaults: %+v", c)
 	}
 	for name, tc := range map[string]struct{ key, value, want string }{
@@ -39,10 +40,19 @@ func TestOutboxSettings(t *testing.T) {
 		"claim too short":     {"OUTBOX_CLAIM_TIMEOUT", "15s", "OUTBOX_CLAIM_TIMEOUT"},
 		"backoff max < base":  {"OUTBOX_BACKOFF_MAX", "500ms", "OUTBOX_BACKOFF_MAX"},
 		"poll not duration":   {"OUTBOX_POLL_INTERVAL", "soon", "OUTBOX_POLL_INTERVAL"},
+		"concurrency zero":    {"OUTBOX_CONCURRENCY", "0", "OUTBOX_CONCURRENCY"},
+		"concurrency huge":    {"OUTBOX_CONCURRENCY", "10000", "OUTBOX_CONCURRENCY"},
+		"retention word":      {"OUTBOX_RETENTION", "a week", "OUTBOX_RETENTION"},
+		"secret no prefix":    {"OUTBOX_WEBHOOK_SECRET", "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA==", "OUTBOX_WEBHOOK_SECRET"},
+		"secret too short":    {"OUTBOX_WEBHOOK_SECRET", "whsec_c2hvcnQ=", "OUTBOX_WEBHOOK_SECRET"},
 	} {
 		env := map[string]string{"DATABASE_URL": "postgres://x/y", tc.key: tc.value}
-		if _, err := loadConfig(envOf(env), true); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := loadConfig(envOf(env), true)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, tc.want)
+		}
+		if tc.key == "OUTBOX_WEBHOOK_SECRET" && err != nil && strings.Contains(err.Error(), tc.value[len(tc.value)-6:]) {
+			t.Errorf("%s: the error repeats the secret: %v", name, err)
 		}
 	}
 	env := map[string]string{"DATABASE_URL": "postgres://x/y", "OUTBOX_WEBHOOK_URL": "https://hooks.example.test/orders"}
@@ -125,10 +135,12 @@ func TestOutboxCommand(t *testing.T) {
 	}
 }
 
-// TestServeDeliversEventsPurgesAndStops runs `api serve` with a webhook: an
-// order placed over HTTP reaches the receiver as order.placed, an expired
-// idempotency record is purged, the metrics are exposed, and a cancelled
-// context stops the server and both workers.
+// TestServeDeliversEventsPurgesAndStops runs `api serve` with a webhook and
+// no signing key: it warns that deliveries are unsigned; an order placed
+// over HTTP reaches the receiver as order.placed, an expired idempotency
+// record is purged, a delivered event past OUTBOX_RETENTION is deleted, the
+// metrics are exposed, and a cancelled context stops the server and the
+// workers.
 func TestServeDeliversEventsPurgesAndStops(t *testing.T) {
 	t.Parallel()
 	url := testkit.DB(t)
@@ -168,7 +180,8 @@ func TestServeDeliversEventsPurgesAndStops(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	listening := make(chan string, 1)
 	served := make(chan error, 1)
-	go func() { served <- serve(sctx, getenv, t.Output(), listening) }()
+	var logs bytes.Buffer // slog's handler writes one line at a time
+	go func() { served <- serve(sctx, getenv, io.MultiWriter(t.Output(), &logs), listening) }()
 	base := "http://" + <-listening
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
@@ -221,8 +234,17 @@ func TestServeDeliversEventsPurgesAndStops(t *testing.T) {
 		_ = conn.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys WHERE actor_id = $1`, customerID).Scan(&n)
 		return n == 0
 	})
+	if _, err := conn.Exec(ctx, `UPDATE outbox_events SET delivered_at = now() - interval '169 hours' WHERE state = 'delivered'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the delivered events past retention deleted", func() bool {
+		var n int
+		_ = conn.QueryRow(ctx, `SELECT count(*) FROM outbox_events WHERE state = 'delivered'`).Scan(&n)
+		return n == 0
+	})
 	status, _, metrics := call("GET", "/metrics", "", "")
-	for _, want := range []string{"ordersvc_outbox_delivered_total 1", "ordersvc_idempotency_purged_total 1", "ordersvc_outbox_oldest_pending_age_seconds 0"} {
+	for _, want := range []string{"ordersvc_outbox_delivered_total 1", "ordersvc_idempotency_purged_total 1",
+		"ordersvc_outbox_oldest_pending_age_seconds 0", "ordersvc_outbox_deleted_total 1"} {
 		if status != http.StatusOK || !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -236,6 +258,9 @@ func TestServeDeliversEventsPurgesAndStops(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within its shutdown timeout")
+	}
+	if !strings.Contains(logs.String(), "outbox deliveries are unsigned") {
+		t.Error("no warning at start that the deliveries are unsigned")
 	}
 }
 

@@ -203,16 +203,18 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// startWorkers starts the background workers, the outbox dispatcher and the
-// idempotency purge, and returns a channel closed when all of them have
+// startWorkers starts the background workers, the outbox dispatcher, the
+// idempotency purge and the outbox retention, and returns a channel closed when all of them have
 // stopped. They stop when ctx ends; the dispatcher first releases the events
 // it holds.
 func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) <-chan struct{} {
 	dispatcher := infra.NewDispatcher(pool, log, reg, outboxConfig(c))
 	purger := infra.NewPurger(pool, log, reg, infra.PurgeConfig{Interval: c.CleanupInterval})
+	retention := infra.NewOutboxRetention(pool, log, reg, infra.RetentionConfig{Retention: c.OutboxRetention, Interval: c.CleanupInterval})
 	var wg sync.WaitGroup
 	wg.Go(func() { dispatcher.Run(ctx) })
 	wg.Go(func() { purger.Run(ctx) })
+	wg.Go(func() { retention.Run(ctx) })
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	return done

@@ -24,13 +24,16 @@ WHERE e.id = ANY (ARRAY(SELECT id FROM next)) -- an id list, so the update probe
 RETURNING e.id, e.type, e.aggregate_id, e.payload, e.occurred_at, e.available_at, e.attempts, e.claimed_at;
 
 -- name: OutboxMarkDelivered :execrows
--- Guarded by the claim: zero rows means the claim was reaped (and perhaps
--- taken and finished by another dispatcher) while this one was delivering.
+-- Every event of one claim that the receiver accepted, in one statement.
+-- Guarded by the claim: an event missing from the count was reaped (and
+-- perhaps taken, even finished, by another dispatcher) while this one was
+-- delivering; its new owner's claimed_at differs, so this stale mark leaves
+-- it alone.
 UPDATE outbox_events
 SET state        = 'delivered',
     delivered_at = now(),
     last_error   = NULL
-WHERE id = @id AND state = 'claimed' AND claimed_at = @claimed_at;
+WHERE id = ANY (@ids::uuid[]) AND state = 'claimed' AND claimed_at = @claimed_at;
 
 -- name: OutboxRetryLater :one
 -- A failed delivery: back to pending after a backoff, or dead once the
@@ -99,3 +102,33 @@ WHERE id = @id AND state = 'dead';
 UPDATE outbox_events
 SET state = 'pending', attempts = 0, available_at = now()
 WHERE state = 'dead';
+
+-- name: OutboxRetentionLock :one
+-- Pattern 6: one replica deletes delivered events at a time, as for the
+-- idempotency purge; per transaction, so each batch takes it again.
+SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.outbox_retention')) AS locked;
+
+-- name: OutboxDeleteDelivered :one
+-- Deletes at most @batch_size events delivered before @before, oldest
+-- first, and returns how many and the latest delivered_at among them.
+-- Only delivered events: pending, claimed and dead ones stay whatever their
+-- age (a dead event waits for `api outbox requeue`). SKIP LOCKED: the
+-- deletion never waits on anyone. @from_delivered is a keyset cursor (the
+-- previous batch's latest delivered_at), so that a batch does not rescan
+-- the index entries of rows that earlier batches deleted.
+WITH gone AS (
+    DELETE FROM outbox_events
+    WHERE id = ANY (ARRAY(
+            SELECT e.id
+            FROM outbox_events e
+            WHERE e.state = 'delivered'
+              AND e.delivered_at < @before::timestamptz
+              AND e.delivered_at >= @from_delivered::timestamptz
+            ORDER BY e.delivered_at
+            LIMIT @batch_size::int
+            FOR UPDATE SKIP LOCKED))
+      AND state = 'delivered'
+    RETURNING delivered_at
+)
+SELECT count(*) AS deleted, COALESCE(max(gone.delivered_at), @from_delivered::timestamptz)::timestamptz AS last_delivered
+FROM gone;

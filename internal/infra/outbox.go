@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,6 +31,13 @@ type OutboxConfig struct {
 	PollInterval time.Duration
 	// BatchSize is how many due events one claim takes [100].
 	BatchSize int
+	// Concurrency bounds the deliveries of one batch that are in flight at
+	// once [16]. Throughput with a receiver that takes L per request is at
+	// most Concurrency / L.
+	Concurrency int
+	// Secrets sign each delivery (Standard Webhooks), one signature per
+	// key; none: deliveries are unsigned. See ParseWebhookSecrets.
+	Secrets [][]byte
 	// MaxAttempts is how many failed deliveries make an event dead [20].
 	MaxAttempts int
 	// ClaimTimeout is how long a claim may stay unfinished before the reaper
@@ -51,6 +59,9 @@ func (c *OutboxConfig) defaults() {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 16
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 20
@@ -82,8 +93,10 @@ const finishTimeout = 5 * time.Second
 
 // Dispatcher delivers outbox events: it claims due events in batches with
 // FOR UPDATE SKIP LOCKED (pattern 5) and commits the claim, then, outside any
-// transaction, POSTs each event to the webhook and records the outcome with
-// an update guarded by the claim. Any number of dispatchers, in one process
+// transaction, POSTs the batch's events to the webhook, up to Concurrency at
+// once, and records the outcomes with updates guarded by the claim: each
+// failure as it comes, every accepted event of the batch in one statement.
+// Any number of dispatchers, in one process
 // or in several replicas, can run at once: a claimed event is invisible to
 // every other claim until its owner finishes or releases it or the reaper
 // takes it back. Delivery is at least once; see docs/events.md.
@@ -94,6 +107,9 @@ type Dispatcher struct {
 	cfg     OutboxConfig
 	sink    sink
 	metrics *outboxMetrics
+	// mark records accepted deliveries; markFenced, except in the test
+	// that shows what an unfenced mark breaks.
+	mark func(ctx context.Context, ids []uuid.UUID, claimedAt pgtype.Timestamptz) (int64, error)
 }
 
 // NewDispatcher returns a dispatcher. Its metrics are registered on reg,
@@ -101,10 +117,11 @@ type Dispatcher struct {
 func NewDispatcher(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, cfg OutboxConfig) *Dispatcher {
 	cfg.defaults()
 	d := &Dispatcher{pool: pool, q: dbsqlc.New(), log: log, cfg: cfg, metrics: newOutboxMetrics(pool)}
+	d.mark = d.markFenced
 	if cfg.WebhookURL == "" {
 		d.sink = logSink{log: log}
 	} else {
-		d.sink = newWebhook(cfg.WebhookURL, cfg.HTTPTimeout)
+		d.sink = newWebhook(cfg.WebhookURL, cfg.HTTPTimeout, cfg.Concurrency, cfg.Secrets)
 	}
 	if reg != nil {
 		d.metrics.register(reg)
@@ -122,7 +139,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	if where == "" {
 		where = "the log (OUTBOX_WEBHOOK_URL is not set)"
 	}
-	d.log.Info("outbox dispatcher started", "target", redactURL(where), "batch", d.cfg.BatchSize, "poll", d.cfg.PollInterval)
+	d.log.Info("outbox dispatcher started", "target", redactURL(where), "batch", d.cfg.BatchSize,
+		"concurrency", d.cfg.Concurrency, "poll", d.cfg.PollInterval, "signing_keys", len(d.cfg.Secrets))
+	if d.cfg.WebhookURL != "" && len(d.cfg.Secrets) == 0 {
+		d.log.Warn("outbox deliveries are unsigned: set OUTBOX_WEBHOOK_SECRET so that the receiver can refuse forged or replayed events")
+	}
 	reapEvery := max(d.cfg.ClaimTimeout/4, d.cfg.PollInterval)
 	var lastReap time.Time
 	timer := time.NewTimer(0)
@@ -232,58 +253,119 @@ func (d *Dispatcher) Deliver(ctx context.Context, c Claim) error {
 	return err
 }
 
-// deliver sends the claim's events one by one. It stops early, releasing the
-// events not yet tried, when
-//   - ctx ends (shutdown): the POST in flight is abandoned and released too;
+// deliver sends the claim's events, at most Concurrency at a time, records
+// each failure as it comes, and marks every event the receiver accepted
+// delivered in one statement at the end. It stops starting new POSTs,
+// releasing the events not yet tried, when
+//   - ctx ends (shutdown): the POSTs in flight are abandoned and released too;
 //   - the claim is about to expire: a POST started now could still be
 //     running when the reaper gives the event to another dispatcher;
 //   - a delivery fails transiently: the one receiver is unwell, and the next
-//     poll probes it again with one event instead of spending the batch on it.
+//     poll probes it again instead of spending the batch on it.
+//
+// An accepted event is marked only when the batch ends: a dispatcher that
+// dies in between leaves it claimed, and the reaper gives it back to be
+// sent again, as for any delivery whose outcome was not recorded
+// (at least once). No POST starts after safeUntil and each ends within
+// HTTPTimeout, so the mark goes out before the claim expires.
 func (d *Dispatcher) deliver(ctx context.Context, c Claim) (cut bool, err error) {
 	finish := context.WithoutCancel(ctx)
 	safeUntil := c.start.Add(d.cfg.ClaimTimeout - d.cfg.HTTPTimeout - d.cfg.ClaimTimeout/10)
-	for i, ev := range c.Events {
-		if ctx.Err() != nil || time.Now().After(safeUntil) {
-			return true, d.release(finish, c, c.Events[i:])
+	var (
+		mu        sync.Mutex
+		accepted  []uuid.UUID
+		abandoned []Event // in flight when ctx ended: released untried
+		failed    bool    // a transient failure: start nothing more
+		errs      []error
+		wg        sync.WaitGroup
+	)
+	slots := make(chan struct{}, d.cfg.Concurrency)
+	next := 0
+	for ; next < len(c.Events); next++ {
+		slots <- struct{}{} // wait for a free slot before deciding to start
+		mu.Lock()
+		stop := failed || len(errs) > 0
+		mu.Unlock()
+		if stop || ctx.Err() != nil || time.Now().After(safeUntil) {
+			<-slots
+			break
 		}
-		res := d.sink.send(ctx, ev)
-		if !res.ok && ctx.Err() != nil {
-			return true, d.release(finish, c, c.Events[i:])
-		}
-		if err := d.finish(finish, c, ev, res); err != nil {
-			// The outcome could not be recorded; the reaper will give the
-			// event back after the claim timeout and it will be sent again.
-			return true, errors.Join(err, d.release(finish, c, c.Events[i+1:]))
-		}
-		if !res.ok && !res.permanent {
-			return true, d.release(finish, c, c.Events[i+1:])
-		}
+		ev := c.Events[next]
+		wg.Go(func() {
+			defer func() { <-slots }()
+			res := d.sink.send(ctx, ev)
+			switch {
+			case res.ok:
+				mu.Lock()
+				accepted = append(accepted, ev.ID)
+				mu.Unlock()
+			case ctx.Err() != nil:
+				mu.Lock()
+				abandoned = append(abandoned, ev)
+				mu.Unlock()
+			default:
+				err := d.fail(finish, c, ev, res)
+				mu.Lock()
+				failed = failed || !res.permanent
+				if err != nil {
+					// The outcome could not be recorded; the reaper will
+					// give the event back after the claim timeout.
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		})
 	}
-	return false, nil
+	wg.Wait()
+	cut = next < len(c.Events) || len(abandoned) > 0 || failed || len(errs) > 0
+	errs = append(errs, d.markDelivered(finish, c, accepted))
+	errs = append(errs, d.release(finish, c, append(abandoned, c.Events[next:]...)))
+	return cut, errors.Join(errs...)
 }
 
-// finish records one delivery's outcome, guarded by the claim.
-func (d *Dispatcher) finish(ctx context.Context, c Claim, ev Event, res result) error {
+// markDelivered records, in one statement guarded by the claim, that the
+// receiver accepted the events ids.
+func (d *Dispatcher) markDelivered(ctx context.Context, c Claim, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
+	defer cancel()
+	d.metrics.delivered.Add(float64(len(ids)))
+	n, err := d.mark(ctx, ids, c.at)
+	if err != nil {
+		return fmt.Errorf("record %d deliveries: %w", len(ids), translate(err))
+	}
+	if n < int64(len(ids)) {
+		d.log.Warn("outbox claim was reaped before the deliveries were recorded; those events may be delivered twice",
+			"delivered", len(ids), "recorded", n, "claim_age", time.Since(c.start).Round(time.Millisecond))
+	}
+	d.log.Debug("outbox events delivered", "count", n)
+	return nil
+}
+
+// markFenced is the production mark: only events still held by this claim.
+func (d *Dispatcher) markFenced(ctx context.Context, ids []uuid.UUID, at pgtype.Timestamptz) (int64, error) {
+	return d.q.OutboxMarkDelivered(ctx, d.pool, dbsqlc.OutboxMarkDeliveredParams{Ids: ids, ClaimedAt: at})
+}
+
+// fail records one failed delivery, guarded by the claim: dead at once for
+// a permanent refusal, otherwise back to pending after its backoff (or dead
+// when its attempts are used up).
+func (d *Dispatcher) fail(ctx context.Context, c Claim, ev Event, res result) error {
 	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
 	defer cancel()
 	log := d.log.With("event_id", ev.ID, "type", ev.Type, "attempt", ev.Attempts)
 	var n int64
 	var err error
-	switch {
-	case res.ok:
-		d.metrics.delivered.Inc()
-		n, err = d.q.OutboxMarkDelivered(ctx, d.pool, dbsqlc.OutboxMarkDeliveredParams{ID: ev.ID, ClaimedAt: c.at})
-		if err == nil && n == 1 {
-			log.Debug("outbox event delivered")
-		}
-	case res.permanent:
+	if res.permanent {
 		d.metrics.failed.WithLabelValues("permanent").Inc()
 		n, err = d.q.OutboxMarkDead(ctx, d.pool, dbsqlc.OutboxMarkDeadParams{ID: ev.ID, ClaimedAt: c.at, LastError: res.err})
 		if err == nil && n == 1 {
 			d.metrics.dead.Inc()
 			log.Error("outbox event dead: the receiver refused it", "err", res.err)
 		}
-	default:
+	} else {
 		d.metrics.failed.WithLabelValues("transient").Inc()
 		delay := max(d.backoff(ev.Attempts), min(res.retryAfter, d.cfg.BackoffMax))
 		var state string

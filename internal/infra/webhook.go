@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // sink is where the dispatcher sends events.
@@ -55,15 +56,22 @@ func encodeEvent(ev Event) ([]byte, error) {
 //     receiver read the request and refused it, and the request never
 //     changes, so repeating it only delays the alert. Redirects are not
 //     followed: a redirected POST may turn into a GET and lose its body.
+//
+// With secrets, each request is signed as Standard Webhooks describes (see
+// sign).
 type webhook struct {
-	url    string
-	client *http.Client
+	url     string
+	client  *http.Client
+	secrets [][]byte
+	now     func() time.Time
 }
 
-func newWebhook(target string, timeout time.Duration) *webhook {
+func newWebhook(target string, timeout time.Duration, concurrency int, secrets [][]byte) *webhook {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 16
-	return &webhook{url: target, client: &http.Client{
+	// One kept-alive connection per delivery in flight, so that a steady
+	// flow does not open a new connection per event.
+	tr.MaxIdleConnsPerHost = max(concurrency, 2)
+	return &webhook{url: target, secrets: secrets, now: time.Now, client: &http.Client{
 		Transport: tr,
 		Timeout:   timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -86,6 +94,12 @@ func (w *webhook) send(ctx context.Context, ev Event) result {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", ev.ID.String())
 	req.Header.Set("User-Agent", "ordersvc-outbox/1")
+	if len(w.secrets) > 0 {
+		ts := strconv.FormatInt(w.now().Unix(), 10)
+		req.Header.Set("webhook-id", ev.ID.String())
+		req.Header.Set("webhook-timestamp", ts)
+		req.Header.Set("webhook-signature", sign(w.secrets, ev.ID.String(), ts, body))
+	}
 	res, err := w.client.Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -114,18 +128,33 @@ func (w *webhook) send(ctx context.Context, ev Event) result {
 }
 
 // describe renders a refused delivery for last_error: the status and the
-// start of the body, on one printable line.
+// start of the body, on one printable line of valid UTF-8.
 func describe(res *http.Response, head []byte) string {
-	msg := strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
+	return strings.TrimSpace("receiver answered " + oneLine(res.Status+" "+string(head), maxErrorText))
+}
+
+// maxErrorText is how many bytes of a receiver's answer last_error keeps.
+const maxErrorText = 200
+
+// oneLine makes s fit for a text column: valid UTF-8 (PostgreSQL refuses
+// anything else, and the outcome of the delivery would be lost with it),
+// control characters as spaces, and at most limit bytes, cut on a character
+// boundary and marked with an ellipsis.
+func oneLine(s string, limit int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return ' '
 		}
-		return ' '
-	}, string(head))
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
+		return r
+	}, strings.ToValidUTF8(s, " "))
+	if len(s) <= limit {
+		return s
 	}
-	return strings.TrimSpace(fmt.Sprintf("receiver answered %s %s", res.Status, msg))
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // retryAfter reads a Retry-After header in seconds or as an HTTP date.

@@ -74,6 +74,50 @@ func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, batchSize int32) ([]
 	return items, nil
 }
 
+const outboxDeleteDelivered = `-- name: OutboxDeleteDelivered :one
+WITH gone AS (
+    DELETE FROM outbox_events
+    WHERE id = ANY (ARRAY(
+            SELECT e.id
+            FROM outbox_events e
+            WHERE e.state = 'delivered'
+              AND e.delivered_at < $2::timestamptz
+              AND e.delivered_at >= $1::timestamptz
+            ORDER BY e.delivered_at
+            LIMIT $3::int
+            FOR UPDATE SKIP LOCKED))
+      AND state = 'delivered'
+    RETURNING delivered_at
+)
+SELECT count(*) AS deleted, COALESCE(max(gone.delivered_at), $1::timestamptz)::timestamptz AS last_delivered
+FROM gone
+`
+
+type OutboxDeleteDeliveredParams struct {
+	FromDelivered time.Time
+	Before        time.Time
+	BatchSize     int32
+}
+
+type OutboxDeleteDeliveredRow struct {
+	Deleted       int64
+	LastDelivered time.Time
+}
+
+// Deletes at most @batch_size events delivered before @before, oldest
+// first, and returns how many and the latest delivered_at among them.
+// Only delivered events: pending, claimed and dead ones stay whatever their
+// age (a dead event waits for `api outbox requeue`). SKIP LOCKED: the
+// deletion never waits on anyone. @from_delivered is a keyset cursor (the
+// previous batch's latest delivered_at), so that a batch does not rescan
+// the index entries of rows that earlier batches deleted.
+func (q *Queries) OutboxDeleteDelivered(ctx context.Context, db DBTX, arg OutboxDeleteDeliveredParams) (OutboxDeleteDeliveredRow, error) {
+	row := db.QueryRow(ctx, outboxDeleteDelivered, arg.FromDelivered, arg.Before, arg.BatchSize)
+	var i OutboxDeleteDeliveredRow
+	err := row.Scan(&i.Deleted, &i.LastDelivered)
+	return i, err
+}
+
 const outboxInsert = `-- name: OutboxInsert :exec
 INSERT INTO outbox_events (id, type, aggregate_id, payload)
 VALUES ($1, $2, $3, $4)
@@ -178,18 +222,21 @@ UPDATE outbox_events
 SET state        = 'delivered',
     delivered_at = now(),
     last_error   = NULL
-WHERE id = $1 AND state = 'claimed' AND claimed_at = $2
+WHERE id = ANY ($1::uuid[]) AND state = 'claimed' AND claimed_at = $2
 `
 
 type OutboxMarkDeliveredParams struct {
-	ID        uuid.UUID
+	Ids       []uuid.UUID
 	ClaimedAt pgtype.Timestamptz
 }
 
-// Guarded by the claim: zero rows means the claim was reaped (and perhaps
-// taken and finished by another dispatcher) while this one was delivering.
+// Every event of one claim that the receiver accepted, in one statement.
+// Guarded by the claim: an event missing from the count was reaped (and
+// perhaps taken, even finished, by another dispatcher) while this one was
+// delivering; its new owner's claimed_at differs, so this stale mark leaves
+// it alone.
 func (q *Queries) OutboxMarkDelivered(ctx context.Context, db DBTX, arg OutboxMarkDeliveredParams) (int64, error) {
-	result, err := db.Exec(ctx, outboxMarkDelivered, arg.ID, arg.ClaimedAt)
+	result, err := db.Exec(ctx, outboxMarkDelivered, arg.Ids, arg.ClaimedAt)
 	if err != nil {
 		return 0, err
 	}
@@ -308,6 +355,19 @@ func (q *Queries) OutboxRequeueAll(ctx context.Context, db DBTX) (int64, error) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const outboxRetentionLock = `-- name: OutboxRetentionLock :one
+SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.outbox_retention')) AS locked
+`
+
+// Pattern 6: one replica deletes delivered events at a time, as for the
+// idempotency purge; per transaction, so each batch takes it again.
+func (q *Queries) OutboxRetentionLock(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, outboxRetentionLock)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
 }
 
 const outboxRetryLater = `-- name: OutboxRetryLater :one

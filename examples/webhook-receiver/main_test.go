@@ -1,0 +1,9 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/ordersvc/ordersvc/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
