@@ -27,7 +27,18 @@ func seedAged(t *testing.T, pool *pgxpool.Pool, n int, state, at string) {
 	if state == "claimed" {
 		claimed = "now()"
 	}
-	_, err := pool.Exec(context.Background(), fmt.Sprintf(`
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// A large seed on a busy machine may outlast the pool's statement timeout.
+	if _, err := conn.Exec(ctx, `SET statement_timeout = '3min'`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, `RESET statement_timeout`) //nolint:errcheck
+	_, err = conn.Exec(ctx, fmt.Sprintf(`
 		INSERT INTO outbox_events (id, type, aggregate_id, payload, occurred_at, state, attempts, delivered_at, claimed_at)
 		SELECT gen_random_uuid(), 'order.placed', gen_random_uuid(), '{"n": 1}', %[1]s, $2, 1, %[2]s, %[3]s
 		FROM generate_series(1, $1::int) g`, at, delivered, claimed), n, state)
