@@ -75,7 +75,9 @@ type purgeOutcome struct {
 // key store's own statement), and checks the invariant: a record goes only
 // if it is expired when deleted, so every reclaimed and every unexpired
 // record stays, every other expired one goes, and each is counted once.
-func purgeRace(t *testing.T, pool *pgxpool.Pool, purgers [2]purgeRound) purgeOutcome {
+// purgers gets reclaim, which reclaims a key on db as a request would and
+// records it, so that each round can force the interleaving it is about.
+func purgeRace(t *testing.T, pool *pgxpool.Pool, purgers func(reclaim func(ctx context.Context, db dbsqlc.DBTX, key string) error) [2]purgeRound) purgeOutcome {
 	const expired, live = 5000, 5000
 	actor := newActor(t, pool)
 	insertKeys(t, pool, actor, "op", "old-", expired, `now() - interval '1 hour' + g * interval '1 ms'`)
@@ -87,6 +89,18 @@ func purgeRace(t *testing.T, pool *pgxpool.Pool, purgers [2]purgeRound) purgeOut
 	var reported atomic.Int64
 	var mu sync.Mutex
 	reclaimed := map[string]bool{}
+	reclaim := func(ctx context.Context, db dbsqlc.DBTX, key string) error {
+		n, err := q.IdempotencyReclaimExpired(ctx, db, dbsqlc.IdempotencyReclaimExpiredParams{
+			ActorID: actor, Operation: "op", Key: key, Fingerprint: make([]byte, 32), TtlSeconds: 3600,
+		})
+		if n == 1 {
+			mu.Lock()
+			reclaimed[key] = true
+			mu.Unlock()
+		}
+		return err
+	}
+	rounds := purgers(reclaim)
 	purging := make(chan struct{})
 	var reclaimers sync.WaitGroup
 	for range 4 {
@@ -98,17 +112,9 @@ func purgeRace(t *testing.T, pool *pgxpool.Pool, purgers [2]purgeRound) purgeOut
 				default:
 				}
 				key := fmt.Sprintf("old-%d", 1+rand.IntN(expired))
-				n, err := q.IdempotencyReclaimExpired(ctx, pool, dbsqlc.IdempotencyReclaimExpiredParams{
-					ActorID: actor, Operation: "op", Key: key, Fingerprint: make([]byte, 32), TtlSeconds: 3600,
-				})
-				if err != nil {
+				if err := reclaim(ctx, pool, key); err != nil {
 					t.Errorf("reclaim %s: %v", key, err)
 					return
-				}
-				if n == 1 {
-					mu.Lock()
-					reclaimed[key] = true
-					mu.Unlock()
 				}
 			}
 		})
@@ -117,7 +123,7 @@ func purgeRace(t *testing.T, pool *pgxpool.Pool, purgers [2]purgeRound) purgeOut
 	var split [2]int64
 	testkit.Race(2, func(i int) {
 		for queryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE expires_at <= now()`) > 0 {
-			n, err := purgers[i](ctx)
+			n, err := rounds[i](ctx)
 			if err != nil {
 				t.Errorf("purger %d: %v", i, err)
 				return
@@ -160,7 +166,11 @@ func purgeRace(t *testing.T, pool *pgxpool.Pool, purgers [2]purgeRound) purgeOut
 // each once. A purge that picks expired keys and then deletes them by key,
 // without locking them and without checking the expiry again, is shown to
 // delete records that requests had just reclaimed: a retry of such a request
-// would run it a second time.
+// would run it a second time. Each round of either purge forces the
+// interleaving it is exposed to: the real purge runs while a request holds
+// the next expired record in its uncommitted reclaim (the purge must skip it,
+// not delete it once the request commits); the naive purge has a request
+// reclaim one of the records it picked before it deletes them.
 func TestPurgersDeleteOnlyExpiredRecordsOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("SKIP LOCKED, expiry rechecked, advisory lock", func(t *testing.T) {
@@ -169,7 +179,9 @@ func TestPurgersDeleteOnlyExpiredRecordsOnce(t *testing.T) {
 		regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 		a := infra.NewPurger(pool, testkit.Logger(t), regA, infra.PurgeConfig{BatchSize: 200})
 		b := infra.NewPurger(pool, testkit.Logger(t), regB, infra.PurgeConfig{BatchSize: 200})
-		out := purgeRace(t, pool, [2]purgeRound{a.PurgeOnce, b.PurgeOnce})
+		out := purgeRace(t, pool, func(reclaim func(context.Context, dbsqlc.DBTX, string) error) [2]purgeRound {
+			return [2]purgeRound{whileReclaiming(pool, reclaim, a.PurgeOnce), whileReclaiming(pool, reclaim, b.PurgeOnce)}
+		})
 		for _, s := range out.broken {
 			t.Error(s)
 		}
@@ -183,8 +195,12 @@ func TestPurgersDeleteOnlyExpiredRecordsOnce(t *testing.T) {
 	t.Run("naive select-then-delete is caught", func(t *testing.T) {
 		t.Parallel()
 		pool := newPool(t)
-		naive := naivePurge{pool: pool, batch: 200, window: 5 * time.Millisecond}
-		out := purgeRace(t, pool, [2]purgeRound{naive.round, naive.round})
+		out := purgeRace(t, pool, func(reclaim func(context.Context, dbsqlc.DBTX, string) error) [2]purgeRound {
+			naive := naivePurge{pool: pool, batch: 200, between: func(ctx context.Context, picked []pk) error {
+				return reclaim(ctx, pool, picked[len(picked)-1].value)
+			}}
+			return [2]purgeRound{naive.round, naive.round}
+		})
 		if len(out.broken) == 0 {
 			t.Fatal("the naive purge kept the invariant: the test cannot tell a guarded purge from one that ignores expiry")
 		}
@@ -192,13 +208,38 @@ func TestPurgersDeleteOnlyExpiredRecordsOnce(t *testing.T) {
 	})
 }
 
+// whileReclaiming runs each round of purge while a request holds the oldest
+// expired record in its uncommitted reclaim, and commits that reclaim after
+// the round.
+func whileReclaiming(pool *pgxpool.Pool, reclaim func(context.Context, dbsqlc.DBTX, string) error, purge purgeRound) purgeRound {
+	return func(ctx context.Context) (int64, error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+		var key string
+		err = tx.QueryRow(ctx, `SELECT key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT 1`).Scan(&key)
+		if err == nil {
+			err = reclaim(ctx, tx, key)
+		}
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, err
+		}
+		n, err := purge(ctx)
+		if err != nil {
+			return n, err
+		}
+		return n, tx.Commit(ctx)
+	}
+}
+
 // naivePurge picks a batch of expired keys, and deletes them by key a moment
 // later: no row lock, no second look at the expiry, no advisory lock.
 type naivePurge struct {
-	pool   *pgxpool.Pool
-	batch  int
-	window time.Duration // between picking and deleting
-	pause  func()        // when set, called instead of sleeping for window
+	pool    *pgxpool.Pool
+	batch   int
+	between func(ctx context.Context, picked []pk) error // between picking and deleting
 }
 
 type pk struct {
@@ -237,10 +278,10 @@ func (n naivePurge) round(ctx context.Context) (int64, error) {
 		if err != nil {
 			return total, err
 		}
-		if n.pause != nil {
-			n.pause()
-		} else {
-			time.Sleep(n.window)
+		if n.between != nil && len(keys) > 0 {
+			if err := n.between(ctx, keys); err != nil {
+				return total, err
+			}
 		}
 		d, err := n.remove(ctx, keys)
 		total += d
