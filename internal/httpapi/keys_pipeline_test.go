@@ -2,13 +2,10 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
@@ -69,22 +66,19 @@ func TestKeyReusedWithAnotherRequestIs422(t *testing.T) {
 
 // A duplicate that waits longer than IDEMPOTENCY_WAIT for the in-flight
 // original gets 409 idempotency_in_progress with Retry-After; the original
-// then commits and a later retry replays it.
+// then commits and a later retry replays it. The original is held before its
+// COMMIT, holding its key, until the duplicate has its answer.
 func TestKeyInFlightDuplicateTimesOut(t *testing.T) {
 	t.Parallel()
-	var slow atomic.Bool
-	slow.Store(true)
-	e := testkit.New(t, testkit.Options{KeyWait: 300 * time.Millisecond, Wrap: func(inner app.Transactor) app.Transactor {
-		return testkit.Override{Inner: inner, Keys: func(tx app.Tx) app.KeyStore {
-			return slowComplete{KeyStore: tx.Keys(), slow: &slow}
-		}}
-	}})
+	e := testkit.New(t, testkit.Options{KeyWait: 300 * time.Millisecond})
 	product := e.NewProduct(250, 1000)
 	customer := e.NewActor("customer", 1_000_000)
+	stop := e.Hooks.StopFirst(testkit.Before, "commit", 1)
 	first := make(chan *testkit.Response)
 	go func() { first <- placeOrder(e, customer.Token, "k", product, 1) }()
-	time.Sleep(300 * time.Millisecond) // the original holds the key now
+	stop.WaitArrived(t, 10*time.Second)
 	dup := placeOrder(e, customer.Token, "k", product, 1)
+	stop.Release()
 	if dup.Status != http.StatusConflict || dup.Code() != "idempotency_in_progress" || dup.Header.Get("Retry-After") == "" {
 		t.Fatalf("duplicate: %d %s %v", dup.Status, dup.Body, dup.Header)
 	}
@@ -92,24 +86,10 @@ func TestKeyInFlightDuplicateTimesOut(t *testing.T) {
 	if orig.Status != http.StatusCreated {
 		t.Fatalf("original: %d %s", orig.Status, orig.Body)
 	}
-	slow.Store(false)
 	again := placeOrder(e, customer.Token, "k", product, 1)
 	if again.Status != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.Body, orig.Body) {
 		t.Fatalf("retry: %d %s %v", again.Status, again.Body, again.Header)
 	}
-}
-
-// slowComplete holds the transaction open for a second before completing.
-type slowComplete struct {
-	app.KeyStore
-	slow *atomic.Bool
-}
-
-func (s slowComplete) Complete(ctx context.Context, k app.Key, r app.Receipt) error {
-	if s.slow.Load() {
-		time.Sleep(time.Second)
-	}
-	return s.KeyStore.Complete(ctx, k, r)
 }
 
 // After IDEMPOTENCY_TTL the key is free again, even before the purge: the
