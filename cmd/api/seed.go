@@ -81,7 +81,11 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		return err
 	}
 	for _, p := range products {
-		out.Products = append(out.Products, seededProduct{ID: p.ID().String(), SKU: string(p.SKU()), Stock: p.Stock()})
+		level, err := uc.Stock.Get(ctx, p.ID())
+		if err != nil {
+			return fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
+		}
+		out.Products = append(out.Products, seededProduct{ID: p.ID().String(), SKU: string(p.SKU()), Stock: level.Stock()})
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -19,9 +19,14 @@ import (
 //  1. Lock the customer's actor row FOR UPDATE. The credit limit is a write
 //     skew across the customer's orders (each placement reads the sum, then
 //     adds a row); the row lock serializes that customer's placements.
-//  2. Lock every product row of the order in id order (SELECT … ORDER BY id
-//     FOR UPDATE, pattern 3). One global lock order, customer then products
-//     by id, means that orders with reversed lines queue instead of deadlocking.
+//  2. Lock every stock row of the order in product id order (SELECT … ORDER
+//     BY product_id FOR NO KEY UPDATE OF stock_levels, pattern 3). One global
+//     lock order, customer then stock rows by product id, means that orders
+//     with reversed lines queue instead of deadlocking. The same statement
+//     reads each product's catalogue price without locking the product row:
+//     the price taken is the one committed when that statement runs, and a
+//     price edit (UpdateProduct) neither waits for a placement nor makes one
+//     wait, since the two aggregates share no lock.
 //  3. Read the customer's outstanding balance, under those locks. Check every
 //     line against the locked stock; one short line rejects the whole order
 //     and takes nothing. Then check the credit limit.
@@ -127,7 +132,7 @@ func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.U
 	if err != nil || !active {
 		return PlacementLocks{Limit: limit, Active: active}, err
 	}
-	rows, err := s.tx.Products().LockForUpdate(ctx, ids)
+	rows, err := s.tx.Stock().LockForUpdate(ctx, ids)
 	if err != nil {
 		return PlacementLocks{}, err
 	}
@@ -139,7 +144,7 @@ func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.U
 }
 
 func (s stepwisePlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-	if err := s.tx.Products().AddStock(ctx, take); err != nil {
+	if err := s.tx.Stock().AddStock(ctx, take); err != nil {
 		return nil, err
 	}
 	return s.tx.Orders().Insert(ctx, o)
@@ -192,7 +197,7 @@ func (q Orders) List(ctx context.Context, p Principal, page Page) ([]*domain.Ord
 // ship carrying the same ETag, exactly one matches the version; the other
 // updates zero rows and gets version_conflict. Cancel returns the stock in the
 // same transaction, after the guarded update succeeded, so it happens once;
-// it locks the product rows in id order like placement does. The
+// it locks the stock rows in product id order like placement does. The
 // order.cancelled or order.shipped event is appended in the same transaction.
 // Codes: forbidden
 // (a customer shipping), not_found (missing or another customer's order),
@@ -259,10 +264,10 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 				back[l.ProductID] += int64(l.Quantity)
 			}
 			slices.SortFunc(ids, compareUUID)
-			if _, err := tx.Products().LockForUpdate(ctx, ids); err != nil {
+			if _, err := tx.Stock().LockForUpdate(ctx, ids); err != nil {
 				return nil, err
 			}
-			if err := tx.Products().AddStock(ctx, back); err != nil {
+			if err := tx.Stock().AddStock(ctx, back); err != nil {
 				return nil, err
 			}
 		}

@@ -38,23 +38,37 @@ type Transactor interface {
 // Tx gives the repositories bound to one transaction.
 type Tx interface {
 	Products() ProductRepo
+	Stock() StockRepo
 	Orders() OrderRepo
 	Actors() ActorRepo
 	Keys() KeyStore
 	Outbox() OutboxRepo
 }
 
-// ProductRepo stores products. Guarded writes return domain errors when their
-// guard refuses (ErrNotFound, ErrVersionConflict, *domain.InsufficientStockError).
+// ProductRepo stores the catalogue. Update is guarded by the version and
+// returns ErrNotFound or ErrVersionConflict when its guard refuses.
 type ProductRepo interface {
 	Insert(ctx context.Context, p *domain.Product) (*domain.Product, error)
 	Get(ctx context.Context, id uuid.UUID) (*domain.Product, error)
 	List(ctx context.Context, page Page) ([]*domain.Product, error)
 	// Update applies patch only if the product is still at version expected.
 	Update(ctx context.Context, id uuid.UUID, expected domain.Version, patch domain.ProductPatch) (*domain.Product, error)
-	// Adjust adds a delta in one guarded statement that refuses to go below zero.
-	Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error)
-	// LockForUpdate locks the rows of ids in id order and returns them.
+}
+
+// StockRepo stores stock levels, one per product. Its writes add deltas and
+// commute, so none takes an expected version; a guard refuses to go below
+// zero (*domain.InsufficientStockError), and ErrNotFound names a missing
+// product.
+type StockRepo interface {
+	Insert(ctx context.Context, s *domain.StockLevel) (*domain.StockLevel, error)
+	Get(ctx context.Context, productID uuid.UUID) (*domain.StockLevel, error)
+	List(ctx context.Context, page Page) ([]*domain.StockLevel, error)
+	// Adjust adds a delta in one guarded statement that refuses to go below
+	// zero, and records the adjustment.
+	Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.StockLevel, error)
+	// LockForUpdate locks the stock rows of ids in id order and returns
+	// them with each product's catalogue price, read (not locked) by the
+	// same statement.
 	LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]StockRow, error)
 	// AddStock applies deltas to rows already locked by LockForUpdate.
 	AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error
@@ -68,10 +82,10 @@ type ProductRepo interface {
 // stepwise path, built from those methods.
 type PlacementStore interface {
 	// LockForPlacement runs ActorRepo.LockForOrder (the customer's row lock
-	// first), ProductRepo.LockForUpdate (the products' locks, by id) and
-	// ActorRepo.Outstanding, in this order.
+	// first), StockRepo.LockForUpdate (the stock rows' locks, by product
+	// id, with the catalogue prices) and ActorRepo.Outstanding, in this order.
 	LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (PlacementLocks, error)
-	// WritePlacement runs ProductRepo.AddStock and OrderRepo.Insert, in this
+	// WritePlacement runs StockRepo.AddStock and OrderRepo.Insert, in this
 	// order, on the rows LockForPlacement locked.
 	WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error)
 }
@@ -84,7 +98,7 @@ type PlacementLocks struct {
 	Outstanding domain.Cents
 }
 
-// StockRow is a locked product's price and stock.
+// StockRow is a locked stock level and its product's catalogue price.
 type StockRow struct {
 	ID    uuid.UUID
 	Price domain.Cents
@@ -257,6 +271,7 @@ func requireStaff(p Principal) error {
 type UseCases struct {
 	Authenticate    Authenticate
 	Products        Products
+	Stock           Stock
 	CreateProduct   CreateProduct
 	UpdateProduct   UpdateProduct
 	AdjustStock     AdjustStock
@@ -273,6 +288,7 @@ func New(tx Transactor) UseCases {
 	return UseCases{
 		Authenticate:    Authenticate{Tx: tx, Cache: NewTokenCache(100_000)},
 		Products:        Products{Tx: tx},
+		Stock:           Stock{Tx: tx},
 		CreateProduct:   CreateProduct{Tx: tx},
 		UpdateProduct:   UpdateProduct{Tx: tx},
 		AdjustStock:     AdjustStock{Tx: tx},

@@ -9,11 +9,14 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
-// CreateProduct adds a product to the catalogue.
+// CreateProduct adds a product to the catalogue, with its stock level.
 //
 // Invariant: a SKU names one product. Mechanism: the products_sku_key unique
 // constraint (pattern 1), so two concurrent creates with one SKU cannot both
-// commit; the loser gets sku_taken. Codes: forbidden, validation_failed, sku_taken.
+// commit; the loser gets sku_taken. The product and its stock level (the
+// initial stock, 0 when none is given) are inserted in one transaction, so
+// neither exists without the other. Codes: forbidden, validation_failed,
+// sku_taken.
 type CreateProduct struct{ Tx Transactor }
 
 // CreateProductCommand is the input of CreateProduct.
@@ -33,12 +36,19 @@ func (h CreateProduct) Handle(ctx context.Context, cmd CreateProductCommand, cal
 	if err != nil {
 		return Outcome{}, err
 	}
-	p, err := domain.NewProduct(id, cmd.SKU, cmd.Name, cmd.PriceCents, cmd.Stock)
+	p, level, err := domain.NewProduct(id, cmd.SKU, cmd.Name, cmd.PriceCents, cmd.Stock)
 	if err != nil {
 		return Outcome{}, err
 	}
 	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Product, error) {
-		return tx.Products().Insert(ctx, p)
+		created, err := tx.Products().Insert(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.Stock().Insert(ctx, level); err != nil {
+			return nil, err
+		}
+		return created, nil
 	})
 }
 
@@ -49,8 +59,11 @@ func (h CreateProduct) Handle(ctx context.Context, cmd CreateProductCommand, cal
 // the caller's If-Match names the version it read, and the UPDATE applies only
 // WHERE version = that version. An If-Match that lists several versions reads
 // the current one first and guards the UPDATE with it, so a version that
-// moves in between is still a conflict. Codes: forbidden, validation_failed,
-// not_found, version_conflict.
+// moves in between is still a conflict. The version is the catalogue's alone:
+// sales, cancellations and adjustments change the stock level, never the
+// product, so they never make an edit's If-Match stale
+// (EXT.CONCURRENCY.ADOPT.001), and no placement holds a lock on the product
+// row. Codes: forbidden, validation_failed, not_found, version_conflict.
 type UpdateProduct struct{ Tx Transactor }
 
 // UpdateProductCommand is the input of UpdateProduct.
@@ -89,53 +102,6 @@ func (h UpdateProduct) Handle(ctx context.Context, cmd UpdateProductCommand, cal
 		}
 		return tx.Products().Update(ctx, cmd.ID, expected, patch)
 	})
-}
-
-// AdjustStock adds or removes units of a product.
-//
-// Invariant: stock is never negative, and an adjustment is applied once.
-// Mechanism: one guarded atomic statement (pattern 2), UPDATE … SET stock =
-// stock + delta WHERE stock + delta >= 0, with no If-Match because
-// adjustments commute; the key (required) makes a retry replay rather than
-// apply twice. CHECK (stock >= 0) backs the guard. stock.adjusted is
-// appended in the same transaction. Codes: forbidden,
-// validation_failed, not_found, insufficient_stock.
-type AdjustStock struct{ Tx Transactor }
-
-// AdjustStockCommand is the input of AdjustStock.
-type AdjustStockCommand struct {
-	ProductID uuid.UUID
-	Delta     int64
-	Reason    string
-}
-
-// Handle runs the command.
-func (h AdjustStock) Handle(ctx context.Context, cmd AdjustStockCommand, call Call[StockAdjusted]) (Outcome, error) {
-	if err := requireStaff(call.Principal); err != nil {
-		return Outcome{}, err
-	}
-	adj, err := domain.NewStockAdjustment(cmd.ProductID, cmd.Delta, cmd.Reason)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (StockAdjusted, error) {
-		p, err := tx.Products().Adjust(ctx, call.Principal.ID, adj)
-		if err != nil {
-			return StockAdjusted{}, err
-		}
-		if err := tx.Outbox().Append(ctx, Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
-			ProductID: p.ID(), SKU: string(p.SKU()), Delta: adj.Delta, Reason: adj.Reason, Stock: p.Stock(), ActorID: call.Principal.ID,
-		}}); err != nil {
-			return StockAdjusted{}, err
-		}
-		return StockAdjusted{Adjustment: adj, Product: p}, nil
-	})
-}
-
-// StockAdjusted is the result of AdjustStock.
-type StockAdjusted struct {
-	Adjustment domain.StockAdjustment
-	Product    *domain.Product
 }
 
 // Products answers the product queries.

@@ -107,19 +107,22 @@ func TestNewProduct(t *testing.T) {
 		{"price above the bound", "P", "P", int64(domain.MaxCents) + 1, 1, []string{"price_cents"}},
 	}
 	for _, c := range cases {
-		p, err := domain.NewProduct(id, c.sku, c.pname, c.price, c.stock)
+		p, level, err := domain.NewProduct(id, c.sku, c.pname, c.price, c.stock)
 		if got := fieldsOf(t, err); !slices.Equal(got, c.fields) {
 			t.Errorf("%s: fields %q, want %q", c.name, got, c.fields)
 			continue
 		}
 		if err != nil {
-			if p != nil {
-				t.Errorf("%s: a product came back with the error", c.name)
+			if p != nil || level != nil {
+				t.Errorf("%s: a product or stock level came back with the error", c.name)
 			}
 			continue
 		}
-		if p.ID() != id || string(p.SKU()) != c.sku || p.Name() != c.pname || int64(p.Price()) != c.price || p.Stock() != c.stock || p.Version() != 1 {
+		if p.ID() != id || string(p.SKU()) != c.sku || p.Name() != c.pname || int64(p.Price()) != c.price || p.Version() != 1 {
 			t.Errorf("%s: product %+v", c.name, p)
+		}
+		if level.ProductID() != id || level.Stock() != c.stock || level.Version() != 1 {
+			t.Errorf("%s: stock level %+v", c.name, level)
 		}
 	}
 }

@@ -6,28 +6,29 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxStock bounds a product's stock and a single adjustment.
+// MaxStock bounds a product's initial stock.
 const MaxStock = 1_000_000_000
 
 // MaxAdjustment bounds the size of one stock adjustment.
 const MaxAdjustment = 1_000_000
 
-// Product is a catalogue entry with its stock. Invariant: stock is never
-// negative. The database enforces it with guarded statements and a CHECK
-// constraint; the aggregate refuses to be built with a negative stock.
+// Product is a catalogue entry: what is sold and at what price. Its version
+// covers these fields only; stock is a StockLevel, an aggregate of its own,
+// because a sale and a price edit do not conflict and must not make each
+// other's precondition fail (EXT.CONCURRENCY.ADOPT.001).
 type Product struct {
 	id        uuid.UUID
 	sku       SKU
 	name      string
 	price     Cents
-	stock     int64
 	version   Version
 	createdAt time.Time
 	updatedAt time.Time
 }
 
-// NewProduct validates a new catalogue entry and reports every broken rule.
-func NewProduct(id uuid.UUID, sku string, name string, priceCents int64, stock int64) (*Product, error) {
+// NewProduct validates a new catalogue entry and its initial stock, and
+// reports every broken rule.
+func NewProduct(id uuid.UUID, sku string, name string, priceCents int64, stock int64) (*Product, *StockLevel, error) {
 	var v Validation
 	s, err := ParseSKU(sku)
 	v.Merge("sku", err)
@@ -39,28 +40,52 @@ func NewProduct(id uuid.UUID, sku string, name string, priceCents int64, stock i
 		v.Add("stock", "must be between 0 and 1000000000")
 	}
 	if err := v.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Product{id: id, sku: s, name: n, price: p, stock: stock, version: 1}, nil
+	return &Product{id: id, sku: s, name: n, price: p, version: 1}, &StockLevel{productID: id, stock: stock, version: 1}, nil
 }
 
 // RehydrateProduct rebuilds a product from storage. Only repositories call it;
 // the values were validated when they were written.
-func RehydrateProduct(id uuid.UUID, sku SKU, name string, price Cents, stock int64, version Version, createdAt, updatedAt time.Time) *Product {
-	return &Product{id: id, sku: sku, name: name, price: price, stock: stock, version: version, createdAt: createdAt, updatedAt: updatedAt}
+func RehydrateProduct(id uuid.UUID, sku SKU, name string, price Cents, version Version, createdAt, updatedAt time.Time) *Product {
+	return &Product{id: id, sku: sku, name: name, price: price, version: version, createdAt: createdAt, updatedAt: updatedAt}
 }
 
 func (p *Product) ID() uuid.UUID        { return p.id }
 func (p *Product) SKU() SKU             { return p.sku }
 func (p *Product) Name() string         { return p.name }
 func (p *Product) Price() Cents         { return p.price }
-func (p *Product) Stock() int64         { return p.stock }
 func (p *Product) Version() Version     { return p.version }
 func (p *Product) CreatedAt() time.Time { return p.createdAt }
 func (p *Product) UpdatedAt() time.Time { return p.updatedAt }
 
-// ProductPatch is a validated partial update of a product's descriptive fields.
-// Stock is not patchable: it changes only through adjustments and orders.
+// StockLevel is the inventory of one product: how many units can be sold.
+// Invariant: stock is never negative. Every change (a sale, a cancellation,
+// an adjustment) adds a delta and commutes with the others, so none takes a
+// precondition; the database enforces the invariant with guarded statements
+// and a CHECK constraint, and the aggregate refuses to be built with a
+// negative stock. Its version changes with every change and backs the ETag
+// of the stock level, for caches (If-None-Match), never for If-Match.
+type StockLevel struct {
+	productID uuid.UUID
+	stock     int64
+	version   Version
+	updatedAt time.Time
+}
+
+// RehydrateStockLevel rebuilds a stock level from storage. Only repositories
+// call it.
+func RehydrateStockLevel(productID uuid.UUID, stock int64, version Version, updatedAt time.Time) *StockLevel {
+	return &StockLevel{productID: productID, stock: stock, version: version, updatedAt: updatedAt}
+}
+
+func (s *StockLevel) ProductID() uuid.UUID { return s.productID }
+func (s *StockLevel) Stock() int64         { return s.stock }
+func (s *StockLevel) Version() Version     { return s.version }
+func (s *StockLevel) UpdatedAt() time.Time { return s.updatedAt }
+
+// ProductPatch is a validated partial update of a product's catalogue fields.
+// Stock is not part of it: it changes only through adjustments and orders.
 type ProductPatch struct {
 	Name  *string
 	Price *Cents

@@ -60,7 +60,7 @@ func TestClientDisconnectThenRetryYieldsOneOrder(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	orders := e.QueryInt(`SELECT count(*) FROM orders WHERE customer_id = $1`, customer.ID)
 	records := e.QueryInt(`SELECT count(*) FROM idempotency_keys WHERE actor_id = $1`, customer.ID)
-	sold := e.QueryInt(`SELECT 100000 - stock FROM products WHERE id = $1`, product)
+	sold := e.QueryInt(`SELECT 100000 - stock FROM stock_levels WHERE product_id = $1`, product)
 	t.Logf("keys %d, orders %d, idempotency records %d, units taken %d", keys, orders, records, sold)
 	if orders != keys || records != keys || sold != keys {
 		t.Fatalf("%d keys gave %d orders, %d records and %d units taken; want one of each per key", keys, orders, records, sold)
@@ -152,7 +152,7 @@ func TestSIGKILLUnderLoadLosesNothingHalfDone(t *testing.T) {
 	q(`SELECT count(*) FROM orders`, &orders)
 	q(`SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_lines l WHERE l.order_id = o.id)`, &noLines)
 	q(`SELECT coalesce(sum(quantity), 0) FROM order_lines`, &units)
-	q(fmt.Sprintf(`SELECT %d - stock FROM products`, stock), &taken)
+	q(fmt.Sprintf(`SELECT %d - stock FROM stock_levels`, stock), &taken)
 	q(`SELECT count(*) FROM idempotency_keys WHERE operation = 'placeOrder'`, &records)
 	t.Logf("after restart: %d orders, %d without lines, %d units on orders, %d units taken from stock, %d keys recorded", orders, noLines, units, taken, records)
 	if noLines != 0 {

@@ -208,7 +208,7 @@ func TestContractBodyRules(t *testing.T) {
 			map[string]any{"sku": "has space", "name": "", "price_cents": -1, "stock": -5}, nil,
 			[]string{"sku", "name", "price_cents", "stock"}},
 		{"product fields missing", "POST", "/v1/products", map[string]any{}, nil,
-			[]string{"sku", "name", "price_cents", "stock"}},
+			[]string{"sku", "name", "price_cents"}},
 		{"wrong JSON type", "POST", "/v1/products",
 			map[string]any{"sku": "A", "name": "a", "price_cents": "ten", "stock": 1}, nil, []string{"price_cents"}},
 		{"fractional number", "POST", adjustPath(id), map[string]any{"delta": 1.5, "reason": "x"},
@@ -384,7 +384,7 @@ func TestContractPagination(t *testing.T) {
 func tableDigest(t *testing.T, e *testkit.Env) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, tbl := range []string{"actors", "api_tokens", "products", "stock_adjustments", "idempotency_keys", "orders", "order_lines", "payments", "outbox_events"} {
+	for _, tbl := range []string{"actors", "api_tokens", "products", "stock_levels", "stock_adjustments", "idempotency_keys", "orders", "order_lines", "payments", "outbox_events"} {
 		var d string
 		q := fmt.Sprintf(`SELECT count(*)::text || ':' || COALESCE(md5(string_agg(x::text, '|' ORDER BY x::text)), '') FROM %s x`, tbl)
 		if err := e.Pool.QueryRow(t.Context(), q).Scan(&d); err != nil {
@@ -414,6 +414,10 @@ func TestContractRejectionsLeaveNoTrace(t *testing.T) {
 	}
 	if r := e.Do("POST", "/v1/products", e.Staff.Token, map[string]any{"sku": "TAKEN", "name": "x", "price_cents": 1, "stock": 1}); r.Status != http.StatusCreated {
 		t.Fatalf("setup product: %d %s", r.Status, r.Body)
+	}
+	// A sale leaves the product's version alone: an edit makes "v1" stale.
+	if r := e.Do("PATCH", "/v1/products/"+plenty, e.Staff.Token, map[string]any{"name": "Plenty"}, "If-Match", `"v1"`); r.Status != http.StatusOK {
+		t.Fatalf("setup edit: %d %s", r.Status, r.Body)
 	}
 	before := tableDigest(t, e)
 
@@ -495,6 +499,7 @@ func TestContractOperationalEndpoints(t *testing.T) {
 		t.Fatalf("no replay: %d %s", r.Status, r.Body)
 	}
 	e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"name": "x"}, "If-Match", `"v1"`)
+	e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"name": "y"}, "If-Match", `"v1"`)
 
 	m := e.Do("GET", "/metrics", "", nil)
 	if m.Status != http.StatusOK || !strings.HasPrefix(m.Header.Get("Content-Type"), "text/plain") {

@@ -92,7 +92,7 @@ func TestIdempotencyKeyScopedToOperation(t *testing.T) {
 		map[string]any{"sku": "OP-KEY", "name": "Op key", "price_cents": 1, "stock": 0}, "Idempotency-Key", "op-key")
 	wantFresh(t, "createProduct with the same key", created, http.StatusCreated)
 	patched := e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"name": "renamed"},
-		"If-Match", `"v2"`, "Idempotency-Key", "op-key")
+		"If-Match", `"v1"`, "Idempotency-Key", "op-key")
 	wantFresh(t, "updateProduct with the same key", patched, http.StatusOK)
 }
 

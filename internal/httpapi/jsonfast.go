@@ -77,8 +77,6 @@ func (p productJSON) appendJSON(b []byte) []byte {
 	b = appendString(b, p.Name)
 	b = append(b, `,"price_cents":`...)
 	b = strconv.AppendInt(b, p.PriceCents, 10)
-	b = append(b, `,"stock":`...)
-	b = strconv.AppendInt(b, p.Stock, 10)
 	b = append(b, `,"created_at":`...)
 	b = appendTime(b, p.CreatedAt)
 	b = append(b, `,"updated_at":`...)

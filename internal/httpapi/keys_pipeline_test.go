@@ -42,7 +42,7 @@ func TestKeyStormExecutesOnce(t *testing.T) {
 	if got := e.QueryInt(`SELECT count(*) FROM orders`); got != 1 {
 		t.Errorf("%d orders for one key", got)
 	}
-	if got := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, product); got != 998 {
+	if got := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product); got != 998 {
 		t.Errorf("stock %d, want 998", got)
 	}
 }

@@ -178,7 +178,7 @@ func TestOpenAPIConformanceInProgress(t *testing.T) {
 	e := keysEnv(t, 100*time.Millisecond, false)
 	c := newConformance(t, e)
 	id := e.NewProduct(100, 10)
-	stop := e.Hooks.Stop(testkit.After, "ProductAdjustStock") // the original holds its key
+	stop := e.Hooks.Stop(testkit.After, "StockAdjust") // the original holds its key
 	first := make(chan struct{})
 	go func() {
 		defer close(first)
@@ -254,6 +254,25 @@ func conformProducts(c *conformance, staff, customer string) string {
 	c.want(adj(staff, map[string]any{"delta": 1, "reason": "x"}, "Idempotency-Key", `"unterminated`), 400, "invalid_idempotency_key")
 	c.want(adj(customer, map[string]any{"delta": 1, "reason": "x"}, "Idempotency-Key", "d4"), 403, "forbidden")
 	c.want(c.do("POST", adjustPath(uuid.NewString()), staff, map[string]any{"delta": 1, "reason": "x"}, "Idempotency-Key", "d5"), 404, "not_found")
+
+	// The stock level: its own ETag; adjustments left the product's alone.
+	level := c.want(c.do("GET", path+"/stock", customer, nil), 200, "")
+	if level.Int("stock") != 110 {
+		c.t.Errorf("stock level after +10: %s", level.Body)
+	}
+	c.want(c.do("GET", path+"/stock", customer, nil, "If-None-Match", level.Header.Get("ETag")), 304, "")
+	c.want(c.do("GET", "/v1/products/"+uuid.NewString()+"/stock", customer, nil), 404, "not_found")
+	c.want(c.do("GET", path+"/stock", "", nil), 401, "unauthenticated")
+	c.want(c.do("PATCH", path, staff, map[string]any{"price_cents": 950}, "If-Match", `"v2"`), 200, "")
+	c.want(c.do("GET", "/v1/stock", customer, nil), 200, "")
+	stockPage := c.want(c.do("GET", "/v1/stock?limit=1", customer, nil), 200, "")
+	if cur, _ := stockPage.JSON["next_cursor"].(string); cur == "" {
+		c.t.Errorf("two stock levels, limit 1: no next_cursor")
+	} else {
+		c.want(c.do("GET", "/v1/stock?limit=1&cursor="+cur, customer, nil), 200, "")
+	}
+	c.want(c.do("GET", "/v1/stock?limit=0", customer, nil), 422, "validation_failed")
+	c.want(c.do("GET", "/v1/stock", "nope", nil), 401, "unauthenticated")
 	return pid
 }
 

@@ -15,14 +15,13 @@ type productJSON struct {
 	SKU        string    `json:"sku"`
 	Name       string    `json:"name"`
 	PriceCents int64     `json:"price_cents"`
-	Stock      int64     `json:"stock"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 func toProductJSON(p *domain.Product) productJSON {
 	return productJSON{
-		ID: p.ID(), SKU: string(p.SKU()), Name: p.Name(), PriceCents: int64(p.Price()), Stock: p.Stock(),
+		ID: p.ID(), SKU: string(p.SKU()), Name: p.Name(), PriceCents: int64(p.Price()),
 		CreatedAt: p.CreatedAt().UTC(), UpdatedAt: p.UpdatedAt().UTC(),
 	}
 }
@@ -54,12 +53,14 @@ func (s *Server) createProduct(w http.ResponseWriter, r *http.Request) {
 	required(&v, "sku", in.SKU)
 	required(&v, "name", in.Name)
 	required(&v, "price_cents", in.PriceCents)
-	required(&v, "stock", in.Stock)
 	if err := v.Err(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	cmd := app.CreateProductCommand{SKU: *in.SKU, Name: *in.Name, PriceCents: *in.PriceCents, Stock: *in.Stock}
+	cmd := app.CreateProductCommand{SKU: *in.SKU, Name: *in.Name, PriceCents: *in.PriceCents}
+	if in.Stock != nil {
+		cmd.Stock = *in.Stock
+	}
 	pr := principal(r)
 	key, prob := idempotencyKey(r, pr, "createProduct", keyAccepted, cmd)
 	if prob != nil {
@@ -176,10 +177,54 @@ func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) {
 	out, err := s.AdjustStock.Handle(r.Context(), cmd, app.Call[app.StockAdjusted]{Principal: pr, Key: key,
 		Render: func(a app.StockAdjusted) (app.Receipt, error) {
 			return receipt(http.StatusCreated, stockAdjustedJSON{
-				ProductID: a.Product.ID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Product.Stock(),
+				ProductID: a.Level.ProductID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Level.Stock(),
 			}, nil)
 		}})
 	s.respond(w, r, "adjustStock", out, err)
+}
+
+type stockLevelJSON struct {
+	ProductID uuid.UUID `json:"product_id"`
+	Stock     int64     `json:"stock"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func toStockLevelJSON(s *domain.StockLevel) stockLevelJSON {
+	return stockLevelJSON{ProductID: s.ProductID(), Stock: s.Stock(), UpdatedAt: s.UpdatedAt().UTC()}
+}
+
+// getStock answers a product's stock level. Its ETag comes from the stock
+// level's own version, so caches revalidate with If-None-Match; no write on
+// stock takes If-Match.
+func (s *Server) getStock(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	level, err := s.Stock.Get(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if notModified(w, r, level.Version()) {
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, toStockLevelJSON(level))
+}
+
+func (s *Server) listStock(w http.ResponseWriter, r *http.Request) {
+	page, ok := s.page(w, r)
+	if !ok {
+		return
+	}
+	want := page.Limit
+	page.Limit++
+	levels, err := s.Stock.List(r.Context(), page)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newList(levels, want, (*domain.StockLevel).ProductID, toStockLevelJSON))
 }
 
 // required records a missing required field.

@@ -25,7 +25,7 @@ func adjustPath(id string) string { return "/v1/products/" + id + "/stock-adjust
 
 // stockOf reads a product's stock straight from the database.
 func stockOf(e *testkit.Env, id string) int64 {
-	return e.QueryInt(`SELECT stock FROM products WHERE id = $1`, id)
+	return e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, id)
 }
 
 // adjustmentRows counts the stock_adjustments rows of a product.
@@ -231,7 +231,7 @@ func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
 // units than there are, and every accepted one is counted
 // (EXT.CONCURRENCY.ADOPT.001: the invariant "stock is never negative", kept
 // by one guarded UPDATE … WHERE stock + delta >= 0 and backed by the
-// products_stock_nonnegative CHECK). The naive variant reads the stock,
+// stock_levels_stock_nonnegative CHECK). The naive variant reads the stock,
 // checks it in Go and writes the value it computed, on a database whose CHECK
 // was dropped, and is shown to oversell and lose updates. Both runs meet
 // before the stock_adjustments row: guarded, the first withdrawal is held
@@ -248,13 +248,13 @@ func TestRaceWithdrawalsNeverOversell(t *testing.T) {
 	t.Run("naive read-check-write is caught", func(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return naiveAdjust{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
+			return testkit.Override{Inner: inner, Stock: func(tx app.Tx) app.StockRepo {
+				return naiveAdjust{StockRepo: tx.Stock(), db: testkit.Conn(tx)}
 			}}
 		}})
 		// The constraint is the last line of defence; without it the naive
 		// run shows what the guard alone has to prevent.
-		e.Exec(`ALTER TABLE products DROP CONSTRAINT products_stock_nonnegative`)
+		e.Exec(`ALTER TABLE stock_levels DROP CONSTRAINT stock_levels_stock_nonnegative`)
 		broken := raceWithdrawals(t, e)
 		if len(broken) == 0 {
 			t.Fatal("the naive adjustment kept the invariant: the test cannot tell a guarded update from read-check-write")
@@ -266,13 +266,13 @@ func TestRaceWithdrawalsNeverOversell(t *testing.T) {
 // naiveAdjust checks the stock in the application and then writes the value
 // it computed: every writer that read the same stock overwrites the others.
 type naiveAdjust struct {
-	app.ProductRepo
+	app.StockRepo
 	db dbsqlc.DBTX
 }
 
-func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error) {
+func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.StockLevel, error) {
 	var stock int64
-	err := n.db.QueryRow(ctx, `SELECT stock FROM products WHERE id = $1`, adj.ProductID).Scan(&stock)
+	err := n.db.QueryRow(ctx, `SELECT stock FROM stock_levels WHERE product_id = $1`, adj.ProductID).Scan(&stock)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, domain.ErrNotFound
 	}
@@ -289,7 +289,7 @@ func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.S
 	if err != nil {
 		return nil, err
 	}
-	if _, err := n.db.Exec(ctx, `UPDATE products SET stock = $2, version = version + 1, updated_at = now() WHERE id = $1`, adj.ProductID, after); err != nil {
+	if _, err := n.db.Exec(ctx, `UPDATE stock_levels SET stock = $2, version = version + 1, updated_at = now() WHERE product_id = $1`, adj.ProductID, after); err != nil {
 		return nil, err
 	}
 	return n.Get(ctx, adj.ProductID)
@@ -317,7 +317,7 @@ func raceDuplicateInFlight(t *testing.T, e *testkit.Env) []string {
 		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 3, "reason": "late delivery"},
 			"Idempotency-Key", "delivery-77")
 	}
-	il := e.Interleave(testkit.After, "ProductAdjustStock", 2)
+	il := e.Interleave(testkit.After, "StockAdjust", 2)
 	first := make(chan *testkit.Response, 1)
 	go func() { first <- send() }()
 	select {
@@ -383,7 +383,7 @@ func TestRaceDuplicateInFlightPastWaitIsInProgress(t *testing.T) {
 		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 2, "reason": "found in the back"},
 			"Idempotency-Key", `"found-2"`)
 	}
-	stop := e.Hooks.Stop(testkit.After, "ProductAdjustStock")
+	stop := e.Hooks.Stop(testkit.After, "StockAdjust")
 	first := make(chan *testkit.Response, 1)
 	go func() { first <- send() }()
 	stop.WaitArrived(t, 10*time.Second)

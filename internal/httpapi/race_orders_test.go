@@ -106,7 +106,7 @@ func checkNoOversell(t *testing.T, e *testkit.Env, m meet) []string {
 	done()
 	var broken []string
 	ok := count(statuses, http.StatusCreated)
-	left := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, product)
+	left := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product)
 	sold := e.QueryInt(`SELECT coalesce(sum(quantity), 0) FROM order_lines WHERE product_id = $1`, product)
 	t.Logf("attempts %d, successes %d, final stock %d, units on orders %d", n, ok, left, sold)
 	if ok != stock {
@@ -131,7 +131,7 @@ func TestRaceNoOversell(t *testing.T) {
 		e := withNaivePlacement(t, naivePlacement{lockProducts: false, lostUpdate: true})
 		// The CHECK constraint is the last line of defence; without it the
 		// naive variant shows what the locks alone prevent.
-		e.Exec(`ALTER TABLE products DROP CONSTRAINT products_stock_nonnegative`)
+		e.Exec(`ALTER TABLE stock_levels DROP CONSTRAINT stock_levels_stock_nonnegative`)
 		return e, betweenReadAndWrite(12)
 	})
 }
@@ -185,10 +185,10 @@ func (n *naivePlacement) LockForPlacement(ctx context.Context, customer uuid.UUI
 		return out, err
 	}
 	if n.lockProducts {
-		out.Rows, err = n.tx.Products().LockForUpdate(ctx, ids)
+		out.Rows, err = n.tx.Stock().LockForUpdate(ctx, ids)
 	} else {
 		var rows pgx.Rows
-		if rows, err = db.Query(ctx, `SELECT id, price_cents, stock FROM products WHERE id = ANY($1) ORDER BY id`, ids); err == nil {
+		if rows, err = db.Query(ctx, `SELECT s.product_id, p.price_cents, s.stock FROM stock_levels s JOIN products p ON p.id = s.product_id WHERE s.product_id = ANY($1) ORDER BY s.product_id`, ids); err == nil {
 			out.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.StockRow, error) {
 				var s app.StockRow
 				return s, r.Scan(&s.ID, &s.Price, &s.Stock)
@@ -212,14 +212,14 @@ func (n *naivePlacement) WritePlacement(ctx context.Context, o *domain.Order, ta
 			return nil, err
 		}
 		for _, r := range n.read {
-			if _, err := db.Exec(ctx, `UPDATE products SET stock = $2 WHERE id = $1`, r.ID, r.Stock+take[r.ID]); err != nil {
+			if _, err := db.Exec(ctx, `UPDATE stock_levels SET stock = $2 WHERE product_id = $1`, r.ID, r.Stock+take[r.ID]); err != nil {
 				return nil, err
 			}
 		}
 		return placed, nil
 	case n.lineOrder:
 		for _, l := range o.Lines() {
-			if _, err := db.Exec(ctx, "-- name: NaiveTakeStock\nUPDATE products SET stock = stock - $2 WHERE id = $1", l.ProductID, int64(l.Quantity)); err != nil {
+			if _, err := db.Exec(ctx, "-- name: NaiveTakeStock\nUPDATE stock_levels SET stock = stock - $2 WHERE product_id = $1", l.ProductID, int64(l.Quantity)); err != nil {
 				return nil, err
 			}
 		}
@@ -259,8 +259,8 @@ func checkReversedLines(t *testing.T, e *testkit.Env, m meet) []string {
 	}
 	var broken []string
 	deadlocks := e.Metric("ordersvc_tx_retries_total", "sqlstate", "40P01")
-	sa := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, a)
-	sb := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, b)
+	sa := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, a)
+	sb := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, b)
 	t.Logf("attempts %d, successes %d, deadlocks retried %v, stock A %d B %d", 2*rounds, ok, deadlocks, sa, sb)
 	if deadlocks > 0 {
 		broken = append(broken, fmt.Sprintf("%v deadlocks (40P01) happened", deadlocks))
@@ -462,7 +462,7 @@ func checkCancelVsShip(t *testing.T, e *testkit.Env, m meet) []string {
 		})
 		done()
 		status := orderStatus(t, e, order)
-		left := e.QueryInt(`SELECT stock FROM products WHERE id = $1`, product)
+		left := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product)
 		t.Logf("round %d: %d cancels and %d ships won, status %s, stock %d", round, cancels.Load(), ships.Load(), status, left)
 		switch {
 		case cancels.Load()+ships.Load() != 1:

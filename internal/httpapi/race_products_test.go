@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -98,4 +99,198 @@ func count(xs []int, v int) int {
 		}
 	}
 	return n
+}
+
+// ---- editing a product while it sells
+
+// editWhileSelling makes 20 price edits of one product, each with the ETag of
+// a GET just before it, while 200 single-unit placements of that product run
+// from 8 customers. The interleaving is forced, not hoped for: the
+// placements wait at a gate in cohorts of 10, each edit opens one cohort
+// after its GET and sends its PATCH only once an order of that cohort has
+// been placed, so at least one sale always commits between an edit's read
+// and its write (and the rest of the cohort are in flight around the PATCH).
+//
+// It returns the figures and the broken invariants: every edit succeeds at
+// its first attempt (a sale and a price edit do not conflict,
+// EXT.CONCURRENCY.ADOPT.001), every placement succeeds, every order's unit
+// price is one of the prices in effect, and the stock adds up.
+func editWhileSelling(t *testing.T, e *testkit.Env) (editWhileSellingFigures, []string) {
+	const edits, cohort, firstPrice = 20, 10, 1000
+	const sales = edits * cohort
+	product := e.NewProduct(firstPrice, sales)
+	customers := make([]testkit.Actor, 8)
+	for i := range customers {
+		customers[i] = e.NewActor("customer", 100_000_000)
+	}
+
+	found := &findings{}
+	release := make([]chan struct{}, edits)
+	sold := make([]chan struct{}, edits)
+	once := make([]sync.Once, edits)
+	for k := range release {
+		release[k], sold[k] = make(chan struct{}), make(chan struct{})
+	}
+	placed := make([]int, sales)
+	var wg sync.WaitGroup
+	for i := range sales {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := i / cohort
+			<-release[k]
+			res := placeOrder(e, customers[i%len(customers)].Token, fmt.Sprintf("sale-%d", i), product, 1)
+			placed[i] = res.Status
+			if res.Status != http.StatusCreated {
+				found.add("placement %d: %d %s", i, res.Status, res.Body)
+			}
+			once[k].Do(func() { close(sold[k]) })
+		}()
+	}
+
+	inEffect := map[int64]bool{firstPrice: true}
+	var fig editWhileSellingFigures
+	fig.Edits = edits
+	for k := range edits {
+		got := e.Do("GET", "/v1/products/"+product, e.Staff.Token, nil)
+		if got.Status != http.StatusOK {
+			t.Fatalf("GET before edit %d: %d %s", k, got.Status, got.Body)
+		}
+		close(release[k]) // the gate: a cohort of sales starts after the GET…
+		<-sold[k]         // …and one of them is done before the PATCH
+		price := int64(firstPrice + k + 1)
+		res := e.Do("PATCH", "/v1/products/"+product, e.Staff.Token, map[string]any{"price_cents": price},
+			"If-Match", got.Header.Get("ETag"))
+		switch {
+		case res.Status == http.StatusOK:
+			fig.FirstAttemptOK++
+			inEffect[price] = true
+		case res.Code() == "version_conflict":
+			fig.Conflicts++
+		default:
+			found.add("edit %d: %d %s", k, res.Status, res.Body)
+		}
+	}
+	wg.Wait()
+	fig.Orders = count(placed, http.StatusCreated)
+
+	var broken []string
+	rows, err := e.Pool.Query(t.Context(), `SELECT unit_price_cents, count(*) FROM order_lines WHERE product_id = $1 GROUP BY 1 ORDER BY 1`, product)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var price, n int64
+		if err := rows.Scan(&price, &n); err != nil {
+			t.Fatal(err)
+		}
+		fig.PricesSeen++
+		if !inEffect[price] {
+			broken = append(broken, fmt.Sprintf("%d orders at %d cents, a price never in effect", n, price))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	fig.PricesInEffect = len(inEffect)
+	t.Logf("edits tried %d, succeeded at first attempt %d, version conflicts %d; orders %d of %d; prices in effect %d, seen on orders %d",
+		fig.Edits, fig.FirstAttemptOK, fig.Conflicts, fig.Orders, sales, fig.PricesInEffect, fig.PricesSeen)
+
+	if fig.FirstAttemptOK != edits {
+		broken = append(broken, fmt.Sprintf("%d of %d edits succeeded at their first attempt, %d got version_conflict from a sale", fig.FirstAttemptOK, edits, fig.Conflicts))
+	}
+	if fig.Orders != sales {
+		broken = append(broken, fmt.Sprintf("%d of %d placements succeeded", fig.Orders, sales))
+	}
+	if left := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product); left != int64(sales-fig.Orders) {
+		broken = append(broken, fmt.Sprintf("stock %d after %d sales from %d", left, fig.Orders, sales))
+	}
+	return fig, append(broken, found.list...)
+}
+
+type editWhileSellingFigures struct {
+	Edits, FirstAttemptOK, Conflicts, Orders, PricesInEffect, PricesSeen int
+}
+
+// TestRaceEditProductWhileItSells: staff edit a product's price while it
+// sells. The product's version covers the catalogue only, so every edit made
+// with a fresh ETag wins at once, and each order's price is the catalogue
+// price read by its placement. The naive variant is the old single version,
+// which every stock write advanced: its edits lose to the sales.
+func TestRaceEditProductWhileItSells(t *testing.T) {
+	t.Parallel()
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		_, broken := editWhileSelling(t, testkit.New(t))
+		for _, b := range broken {
+			t.Error(b)
+		}
+	})
+	t.Run("naive single version is caught", func(t *testing.T) {
+		t.Parallel()
+		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return testkit.Override{Inner: inner,
+				Placement: func(tx app.Tx) app.PlacementStore {
+					return singleVersionPlacement{PlacementStore: tx.(app.PlacementStore), db: testkit.Conn(tx)}
+				},
+				Stock: func(tx app.Tx) app.StockRepo {
+					return singleVersionStock{StockRepo: tx.Stock(), db: testkit.Conn(tx)}
+				}}
+		}})
+		fig, broken := editWhileSelling(t, e)
+		if len(broken) == 0 {
+			t.Fatal("the naive variant kept the invariant: the test cannot tell one version per aggregate from one for both")
+		}
+		if fig.FirstAttemptOK*2 > fig.Edits {
+			t.Errorf("naive: %d of %d edits won at their first attempt, want most to get version_conflict", fig.FirstAttemptOK, fig.Edits)
+		}
+		t.Logf("naive variant broke the invariant as expected: %v", broken)
+	})
+}
+
+// singleVersionStock and singleVersionPlacement are the design before stock
+// levels had a version of their own: every stock write also advances the
+// product's version, so a sale makes the ETag of a price edit stale. The
+// placement runs the real pipelined statements, then that UPDATE.
+type singleVersionStock struct {
+	app.StockRepo
+	db dbsqlc.DBTX
+}
+
+func (s singleVersionStock) AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error {
+	if err := s.StockRepo.AddStock(ctx, deltas); err != nil {
+		return err
+	}
+	return bumpProductVersions(ctx, s.db, deltas)
+}
+
+type singleVersionPlacement struct {
+	app.PlacementStore
+	db dbsqlc.DBTX
+}
+
+func (s singleVersionPlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+	placed, err := s.PlacementStore.WritePlacement(ctx, o, take)
+	if err != nil {
+		return nil, err
+	}
+	return placed, bumpProductVersions(ctx, s.db, take)
+}
+
+func bumpProductVersions(ctx context.Context, db dbsqlc.DBTX, deltas map[uuid.UUID]int64) error {
+	ids := make([]uuid.UUID, 0, len(deltas))
+	for id := range deltas {
+		ids = append(ids, id)
+	}
+	_, err := db.Exec(ctx, "-- name: NaiveBumpProductVersion\nUPDATE products SET version = version + 1, updated_at = now() WHERE id = ANY($1)", ids)
+	return err
+}
+
+func (s singleVersionStock) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.StockLevel, error) {
+	level, err := s.StockRepo.Adjust(ctx, actorID, adj)
+	if err != nil {
+		return nil, err
+	}
+	return level, bumpProductVersions(ctx, s.db, map[uuid.UUID]int64{adj.ProductID: adj.Delta})
 }

@@ -29,7 +29,9 @@ func (s *Server) routes() chi.Router {
 		r.Get("/products", s.listProducts)
 		r.Get("/products/{id}", s.getProduct)
 		r.Patch("/products/{id}", s.updateProduct)
+		r.Get("/products/{id}/stock", s.getStock)
 		r.Post("/products/{id}/stock-adjustments", s.adjustStock)
+		r.Get("/stock", s.listStock)
 
 		r.Post("/orders", s.placeOrder)
 		r.Get("/orders", s.listOrders)

@@ -54,7 +54,7 @@ func translate(err error) error {
 			}
 		case sqlCheckViolation:
 			switch pgErr.ConstraintName {
-			case "products_stock_nonnegative":
+			case "stock_levels_stock_nonnegative":
 				return domain.Errorf(domain.CodeInsufficientStock, "not enough stock")
 			case "orders_paid_within_total":
 				return domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance")

@@ -28,7 +28,7 @@ func TestDataExceptionsAreCallerErrors(t *testing.T) {
 	runner := infra.NewRunner(pool, testkit.Logger(t), prometheus.NewRegistry(), infra.RetryPolicy{MaxAttempts: 2},
 		infra.KeyConfig{TTL: time.Hour, Wait: time.Second, LockTimeout: 3 * time.Second})
 	// Rehydration skips validation: exactly what a missing domain rule would let through.
-	p := domain.RehydrateProduct(uuid.New(), "NUL-1", "mug\x00", 100, 1, 1, time.Now(), time.Now())
+	p := domain.RehydrateProduct(uuid.New(), "NUL-1", "mug\x00", 100, 1, time.Now(), time.Now())
 	err := runner.InTx(context.Background(), app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
 		_, err := tx.Products().Insert(ctx, p)
 		return err

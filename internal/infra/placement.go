@@ -13,18 +13,19 @@ import (
 )
 
 // The store pipelines order placement (app.PlacementStore): the statements
-// of ActorRepo.LockForOrder, ProductRepo.LockForUpdate and
-// ActorRepo.Outstanding go out as one batch, those of ProductRepo.AddStock
+// of ActorRepo.LockForOrder, StockRepo.LockForUpdate and
+// ActorRepo.Outstanding go out as one batch, those of StockRepo.AddStock
 // and OrderRepo.Insert as another. The server executes a batch's statements
 // one after the other in the order queued and stops at the first error, so
-// the locks are taken in the same global order (customer, then products by
-// id) and every error is the one the stepwise calls would have returned.
+// the locks are taken in the same global order (customer, then stock rows by
+// product id) and every error is the one the stepwise calls would have
+// returned.
 var _ app.PlacementStore = (*store)(nil)
 
 func (s *store) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.ActorLockForOrderSQL, customer)
-	b.Queue(dbsqlc.ProductsLockForUpdateSQL, ids)
+	b.Queue(dbsqlc.StockLockForUpdateSQL, ids)
 	b.Queue(dbsqlc.ActorOutstandingCentsSQL, customer)
 	br := s.db.SendBatch(ctx, b)
 	out, err := readPlacementLocks(br)
@@ -45,12 +46,12 @@ func readPlacementLocks(br pgx.BatchResults) (app.PlacementLocks, error) {
 		return out, err
 	}
 	for rows.Next() {
-		var r dbsqlc.ProductsLockForUpdateRow
-		if err := rows.Scan(&r.ID, &r.PriceCents, &r.Stock); err != nil {
+		var r dbsqlc.StockLockForUpdateRow
+		if err := rows.Scan(&r.ProductID, &r.PriceCents, &r.Stock); err != nil {
 			rows.Close()
 			return out, err
 		}
-		out.Rows = append(out.Rows, app.StockRow{ID: r.ID, Price: domain.Cents(r.PriceCents), Stock: r.Stock})
+		out.Rows = append(out.Rows, app.StockRow{ID: r.ProductID, Price: domain.Cents(r.PriceCents), Stock: r.Stock})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -67,7 +68,7 @@ func (s *store) WritePlacement(ctx context.Context, o *domain.Order, take map[uu
 	stock := addStockParams(take)
 	lines := orderLinesParams(o)
 	b := &pgx.Batch{}
-	b.Queue(dbsqlc.ProductsAddStockSQL, stock.Ids, stock.Deltas)
+	b.Queue(dbsqlc.StockAddDeltasSQL, stock.Ids, stock.Deltas)
 	b.Queue(dbsqlc.OrderInsertSQL, o.ID(), o.CustomerID(), int64(o.Total()))
 	b.Queue(dbsqlc.OrderLinesInsertSQL, lines.OrderID, lines.LineNos, lines.ProductIds, lines.Quantities, lines.UnitPrices)
 	br := s.db.SendBatch(ctx, b)

@@ -21,6 +21,7 @@ type store struct {
 }
 
 func (s *store) Products() app.ProductRepo { return productRepo{s} }
+func (s *store) Stock() app.StockRepo      { return stockRepo{s} }
 func (s *store) Orders() app.OrderRepo     { return orderRepo{s} }
 func (s *store) Actors() app.ActorRepo     { return actorRepo{s} }
 func (s *store) Keys() app.KeyStore        { return keyStore{s} }
@@ -45,13 +46,13 @@ func before(p app.Page) uuid.UUID {
 type productRepo struct{ *store }
 
 func toProduct(r dbsqlc.Product) *domain.Product {
-	return domain.RehydrateProduct(r.ID, domain.SKU(r.Sku), r.Name, domain.Cents(r.PriceCents), r.Stock,
+	return domain.RehydrateProduct(r.ID, domain.SKU(r.Sku), r.Name, domain.Cents(r.PriceCents),
 		domain.Version(r.Version), r.CreatedAt, r.UpdatedAt)
 }
 
 func (r productRepo) Insert(ctx context.Context, p *domain.Product) (*domain.Product, error) {
 	row, err := r.q.ProductInsert(ctx, r.db, dbsqlc.ProductInsertParams{
-		ID: p.ID(), Sku: string(p.SKU()), Name: p.Name(), PriceCents: int64(p.Price()), Stock: p.Stock(),
+		ID: p.ID(), Sku: string(p.SKU()), Name: p.Name(), PriceCents: int64(p.Price()),
 	})
 	if err != nil {
 		return nil, translate(err)
@@ -102,19 +103,55 @@ func (r productRepo) Update(ctx context.Context, id uuid.UUID, expected domain.V
 	return nil, domain.ErrVersionConflict
 }
 
-func (r productRepo) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error) {
-	row, err := r.q.ProductAdjustStock(ctx, r.db, dbsqlc.ProductAdjustStockParams{ID: adj.ProductID, Delta: adj.Delta})
+// ---- stock levels
+
+type stockRepo struct{ *store }
+
+func toStockLevel(r dbsqlc.StockLevel) *domain.StockLevel {
+	return domain.RehydrateStockLevel(r.ProductID, r.Stock, domain.Version(r.Version), r.UpdatedAt)
+}
+
+func (r stockRepo) Insert(ctx context.Context, s *domain.StockLevel) (*domain.StockLevel, error) {
+	row, err := r.q.StockInsert(ctx, r.db, dbsqlc.StockInsertParams{ProductID: s.ProductID(), Stock: s.Stock()})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return toStockLevel(row), nil
+}
+
+func (r stockRepo) Get(ctx context.Context, productID uuid.UUID) (*domain.StockLevel, error) {
+	row, err := r.q.StockGet(ctx, r.db, productID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return toStockLevel(row), nil
+}
+
+func (r stockRepo) List(ctx context.Context, p app.Page) ([]*domain.StockLevel, error) {
+	rows, err := r.q.StockList(ctx, r.db, dbsqlc.StockListParams{Before: before(p), RowLimit: int32(p.Limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*domain.StockLevel, len(rows))
+	for i, row := range rows {
+		out[i] = toStockLevel(row)
+	}
+	return out, nil
+}
+
+func (r stockRepo) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.StockLevel, error) {
+	row, err := r.q.StockAdjust(ctx, r.db, dbsqlc.StockAdjustParams{ProductID: adj.ProductID, Delta: adj.Delta})
 	if err != nil {
 		err = translate(err)
 		if err != domain.ErrNotFound {
 			return nil, err
 		}
 		// The guard refused: tell a missing product from a short stock.
-		p, err := r.Get(ctx, adj.ProductID)
+		s, err := r.Get(ctx, adj.ProductID)
 		if err != nil {
 			return nil, err
 		}
-		return nil, &domain.InsufficientStockError{ProductID: p.ID(), Requested: -adj.Delta, Available: p.Stock()}
+		return nil, &domain.InsufficientStockError{ProductID: s.ProductID(), Requested: -adj.Delta, Available: s.Stock()}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -126,33 +163,33 @@ func (r productRepo) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.S
 	if err != nil {
 		return nil, translate(err)
 	}
-	return toProduct(row), nil
+	return toStockLevel(row), nil
 }
 
-func (r productRepo) LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
-	rows, err := r.q.ProductsLockForUpdate(ctx, r.db, ids)
+func (r stockRepo) LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
+	rows, err := r.q.StockLockForUpdate(ctx, r.db, ids)
 	if err != nil {
 		return nil, translate(err)
 	}
 	out := make([]app.StockRow, len(rows))
 	for i, row := range rows {
-		out[i] = app.StockRow{ID: row.ID, Price: domain.Cents(row.PriceCents), Stock: row.Stock}
+		out[i] = app.StockRow{ID: row.ProductID, Price: domain.Cents(row.PriceCents), Stock: row.Stock}
 	}
 	return out, nil
 }
 
-func (r productRepo) AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error {
-	return translate(r.q.ProductsAddStock(ctx, r.db, addStockParams(deltas)))
+func (r stockRepo) AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error {
+	return translate(r.q.StockAddDeltas(ctx, r.db, addStockParams(deltas)))
 }
 
-func addStockParams(deltas map[uuid.UUID]int64) dbsqlc.ProductsAddStockParams {
+func addStockParams(deltas map[uuid.UUID]int64) dbsqlc.StockAddDeltasParams {
 	ids := make([]uuid.UUID, 0, len(deltas))
 	ds := make([]int64, 0, len(deltas))
 	for id, d := range deltas {
 		ids = append(ids, id)
 		ds = append(ds, d)
 	}
-	return dbsqlc.ProductsAddStockParams{Ids: ids, Deltas: ds}
+	return dbsqlc.StockAddDeltasParams{Ids: ids, Deltas: ds}
 }
 
 // ---- orders

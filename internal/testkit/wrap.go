@@ -21,6 +21,7 @@ import (
 type Override struct {
 	Inner     app.Transactor
 	Products  func(inner app.Tx) app.ProductRepo
+	Stock     func(inner app.Tx) app.StockRepo
 	Orders    func(inner app.Tx) app.OrderRepo
 	Actors    func(inner app.Tx) app.ActorRepo
 	Keys      func(inner app.Tx) app.KeyStore
@@ -73,6 +74,13 @@ func (t overriddenTx) Products() app.ProductRepo {
 		return t.o.Products(t.Tx)
 	}
 	return t.Tx.Products()
+}
+
+func (t overriddenTx) Stock() app.StockRepo {
+	if t.o.Stock != nil {
+		return t.o.Stock(t.Tx)
+	}
+	return t.Tx.Stock()
 }
 
 func (t overriddenTx) Orders() app.OrderRepo {

@@ -85,7 +85,6 @@ type Product struct {
 	Sku        string
 	Name       string
 	PriceCents int64
-	Stock      int64
 	Version    int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
@@ -99,4 +98,11 @@ type StockAdjustment struct {
 	Reason     string
 	StockAfter int64
 	CreatedAt  time.Time
+}
+
+type StockLevel struct {
+	ProductID uuid.UUID
+	Stock     int64
+	Version   int64
+	UpdatedAt time.Time
 }

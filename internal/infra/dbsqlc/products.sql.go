@@ -12,41 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const productAdjustStock = `-- name: ProductAdjustStock :one
-UPDATE products
-SET stock      = stock + $1,
-    version    = version + 1,
-    updated_at = now()
-WHERE id = $2 AND stock + $1 >= 0
-RETURNING id, sku, name, price_cents, stock, version, created_at, updated_at
-`
-
-type ProductAdjustStockParams struct {
-	Delta int64
-	ID    uuid.UUID
-}
-
-// One guarded atomic statement (pattern 2): adjustments commute, so no version
-// is needed, only the guard that stock stays non-negative. No row means a
-// missing product or not enough stock.
-func (q *Queries) ProductAdjustStock(ctx context.Context, db DBTX, arg ProductAdjustStockParams) (Product, error) {
-	row := db.QueryRow(ctx, productAdjustStock, arg.Delta, arg.ID)
-	var i Product
-	err := row.Scan(
-		&i.ID,
-		&i.Sku,
-		&i.Name,
-		&i.PriceCents,
-		&i.Stock,
-		&i.Version,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const productGet = `-- name: ProductGet :one
-SELECT id, sku, name, price_cents, stock, version, created_at, updated_at FROM products WHERE id = $1
+SELECT id, sku, name, price_cents, version, created_at, updated_at FROM products WHERE id = $1
 `
 
 func (q *Queries) ProductGet(ctx context.Context, db DBTX, id uuid.UUID) (Product, error) {
@@ -57,7 +24,6 @@ func (q *Queries) ProductGet(ctx context.Context, db DBTX, id uuid.UUID) (Produc
 		&i.Sku,
 		&i.Name,
 		&i.PriceCents,
-		&i.Stock,
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -66,9 +32,9 @@ func (q *Queries) ProductGet(ctx context.Context, db DBTX, id uuid.UUID) (Produc
 }
 
 const productInsert = `-- name: ProductInsert :one
-INSERT INTO products (id, sku, name, price_cents, stock)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, sku, name, price_cents, stock, version, created_at, updated_at
+INSERT INTO products (id, sku, name, price_cents)
+VALUES ($1, $2, $3, $4)
+RETURNING id, sku, name, price_cents, version, created_at, updated_at
 `
 
 type ProductInsertParams struct {
@@ -76,7 +42,6 @@ type ProductInsertParams struct {
 	Sku        string
 	Name       string
 	PriceCents int64
-	Stock      int64
 }
 
 func (q *Queries) ProductInsert(ctx context.Context, db DBTX, arg ProductInsertParams) (Product, error) {
@@ -85,7 +50,6 @@ func (q *Queries) ProductInsert(ctx context.Context, db DBTX, arg ProductInsertP
 		arg.Sku,
 		arg.Name,
 		arg.PriceCents,
-		arg.Stock,
 	)
 	var i Product
 	err := row.Scan(
@@ -93,7 +57,6 @@ func (q *Queries) ProductInsert(ctx context.Context, db DBTX, arg ProductInsertP
 		&i.Sku,
 		&i.Name,
 		&i.PriceCents,
-		&i.Stock,
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -102,7 +65,7 @@ func (q *Queries) ProductInsert(ctx context.Context, db DBTX, arg ProductInsertP
 }
 
 const productList = `-- name: ProductList :many
-SELECT id, sku, name, price_cents, stock, version, created_at, updated_at FROM products
+SELECT id, sku, name, price_cents, version, created_at, updated_at FROM products
 WHERE id < $1
 ORDER BY id DESC
 LIMIT $2
@@ -128,7 +91,6 @@ func (q *Queries) ProductList(ctx context.Context, db DBTX, arg ProductListParam
 			&i.Sku,
 			&i.Name,
 			&i.PriceCents,
-			&i.Stock,
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
@@ -150,7 +112,7 @@ SET name        = COALESCE($1, name),
     version     = version + 1,
     updated_at  = now()
 WHERE id = $3 AND version = $4
-RETURNING id, sku, name, price_cents, stock, version, created_at, updated_at
+RETURNING id, sku, name, price_cents, version, created_at, updated_at
 `
 
 type ProductUpdateParams struct {
@@ -161,7 +123,9 @@ type ProductUpdateParams struct {
 }
 
 // Optimistic concurrency (EXT.CONCURRENCY.VERSION.001): the write applies only
-// to the version the caller saw. No row means a missing product or a stale version.
+// to the version the caller saw. No row means a missing product or a stale
+// version. The version is the catalogue's alone: stock lives in stock_levels,
+// so sales never advance it.
 func (q *Queries) ProductUpdate(ctx context.Context, db DBTX, arg ProductUpdateParams) (Product, error) {
 	row := db.QueryRow(ctx, productUpdate,
 		arg.Name,
@@ -175,94 +139,9 @@ func (q *Queries) ProductUpdate(ctx context.Context, db DBTX, arg ProductUpdateP
 		&i.Sku,
 		&i.Name,
 		&i.PriceCents,
-		&i.Stock,
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const productsAddStock = `-- name: ProductsAddStock :exec
-UPDATE products p
-SET stock      = p.stock + d.delta,
-    version    = p.version + 1,
-    updated_at = now()
-FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS delta) AS d
-WHERE p.id = d.id
-`
-
-type ProductsAddStockParams struct {
-	Ids    []uuid.UUID
-	Deltas []int64
-}
-
-// Applies per-product deltas to rows the transaction has already locked.
-func (q *Queries) ProductsAddStock(ctx context.Context, db DBTX, arg ProductsAddStockParams) error {
-	_, err := db.Exec(ctx, productsAddStock, arg.Ids, arg.Deltas)
-	return err
-}
-
-const productsLockForUpdate = `-- name: ProductsLockForUpdate :many
-SELECT id, price_cents, stock
-FROM products
-WHERE id = ANY($1::uuid[])
-ORDER BY id
-FOR NO KEY UPDATE
-`
-
-type ProductsLockForUpdateRow struct {
-	ID         uuid.UUID
-	PriceCents int64
-	Stock      int64
-}
-
-// Locks the rows in id order (pattern 3), so that two transactions that lock
-// overlapping sets of products always queue instead of deadlocking. FOR NO
-// KEY UPDATE because no key changes: it does not block the KEY SHARE locks
-// of foreign-key checks from order lines.
-func (q *Queries) ProductsLockForUpdate(ctx context.Context, db DBTX, ids []uuid.UUID) ([]ProductsLockForUpdateRow, error) {
-	rows, err := db.Query(ctx, productsLockForUpdate, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ProductsLockForUpdateRow
-	for rows.Next() {
-		var i ProductsLockForUpdateRow
-		if err := rows.Scan(&i.ID, &i.PriceCents, &i.Stock); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const stockAdjustmentInsert = `-- name: StockAdjustmentInsert :exec
-INSERT INTO stock_adjustments (id, product_id, actor_id, delta, reason, stock_after)
-VALUES ($1, $2, $3, $4, $5, $6)
-`
-
-type StockAdjustmentInsertParams struct {
-	ID         uuid.UUID
-	ProductID  uuid.UUID
-	ActorID    uuid.UUID
-	Delta      int64
-	Reason     string
-	StockAfter int64
-}
-
-func (q *Queries) StockAdjustmentInsert(ctx context.Context, db DBTX, arg StockAdjustmentInsertParams) error {
-	_, err := db.Exec(ctx, stockAdjustmentInsert,
-		arg.ID,
-		arg.ProductID,
-		arg.ActorID,
-		arg.Delta,
-		arg.Reason,
-		arg.StockAfter,
-	)
-	return err
 }

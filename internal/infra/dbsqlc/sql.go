@@ -14,8 +14,8 @@ const (
 	IdempotencyGetSQL            = idempotencyGet
 	IdempotencyReclaimExpiredSQL = idempotencyReclaimExpired
 	IdempotencyCompleteSQL       = idempotencyComplete
-	ProductsLockForUpdateSQL     = productsLockForUpdate
-	ProductsAddStockSQL          = productsAddStock
+	StockLockForUpdateSQL        = stockLockForUpdate
+	StockAddDeltasSQL            = stockAddDeltas
 	OrderInsertSQL               = orderInsert
 	OrderLinesInsertSQL          = orderLinesInsert
 	OrderGetSQL                  = orderGet

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// AdjustStock adds or removes units of a product.
+//
+// Invariant: stock is never negative, and an adjustment is applied once.
+// Mechanism: one guarded atomic statement on the stock level (pattern 2),
+// UPDATE … SET stock = stock + delta WHERE stock + delta >= 0, with no
+// If-Match because every stock write commutes; the key (required) makes a
+// retry replay rather than apply twice. CHECK (stock >= 0) backs the guard.
+// The product row is only read (for the event's sku), never locked or
+// changed, so an adjustment never makes a catalogue edit's If-Match stale.
+// stock.adjusted is appended in the same transaction. Codes: forbidden,
+// validation_failed, not_found, insufficient_stock.
+type AdjustStock struct{ Tx Transactor }
+
+// AdjustStockCommand is the input of AdjustStock.
+type AdjustStockCommand struct {
+	ProductID uuid.UUID
+	Delta     int64
+	Reason    string
+}
+
+// Handle runs the command.
+func (h AdjustStock) Handle(ctx context.Context, cmd AdjustStockCommand, call Call[StockAdjusted]) (Outcome, error) {
+	if err := requireStaff(call.Principal); err != nil {
+		return Outcome{}, err
+	}
+	adj, err := domain.NewStockAdjustment(cmd.ProductID, cmd.Delta, cmd.Reason)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (StockAdjusted, error) {
+		level, err := tx.Stock().Adjust(ctx, call.Principal.ID, adj)
+		if err != nil {
+			return StockAdjusted{}, err
+		}
+		p, err := tx.Products().Get(ctx, adj.ProductID)
+		if err != nil {
+			return StockAdjusted{}, err
+		}
+		if err := tx.Outbox().Append(ctx, Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
+			ProductID: p.ID(), SKU: string(p.SKU()), Delta: adj.Delta, Reason: adj.Reason, Stock: level.Stock(), ActorID: call.Principal.ID,
+		}}); err != nil {
+			return StockAdjusted{}, err
+		}
+		return StockAdjusted{Adjustment: adj, Level: level}, nil
+	})
+}
+
+// StockAdjusted is the result of AdjustStock.
+type StockAdjusted struct {
+	Adjustment domain.StockAdjustment
+	Level      *domain.StockLevel
+}
+
+// Stock answers the inventory queries; any actor may read stock levels.
+type Stock struct{ Tx Transactor }
+
+// Get returns the stock level of one product.
+func (q Stock) Get(ctx context.Context, productID uuid.UUID) (*domain.StockLevel, error) {
+	return q.Tx.Read().Stock().Get(ctx, productID)
+}
+
+// List returns a page of stock levels, newest product first.
+func (q Stock) List(ctx context.Context, page Page) ([]*domain.StockLevel, error) {
+	return q.Tx.Read().Stock().List(ctx, page)
+}
