@@ -128,10 +128,14 @@ cmp -s "$tmp/order.body" "$tmp/replay.body" ||
 	fail "replayed body differs: $(cat "$tmp/order.body") vs $(cat "$tmp/replay.body")"
 pass "replay answered 201 with Idempotent-Replayed: true and the same body"
 
-code=$(call stock GET "/v1/products/$product_id" "$staff")
+code=$(call stock GET "/v1/products/$product_id/stock" "$staff")
 expect_status 200 "$code" stock
 [ "$(json stock <"$tmp/stock.body")" = 8 ] || fail "stock after one order of 2 from 10: $(cat "$tmp/stock.body")"
 pass "stock taken once (10 -> 8)"
+
+code=$(call edit PATCH "/v1/products/$product_id" "$staff" '{"price_cents":1300}' 'If-Match: "v1"')
+expect_status 200 "$code" edit
+pass "price edited with the product's first ETag after a sale"
 
 step "metrics"
 code=$(call metrics GET /metrics "")
