@@ -22,7 +22,7 @@ func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 	t.Parallel()
 	pipelined := testkit.New(t)
 	stepwise := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-		return testkit.Override{Inner: inner}
+		return stepwiseOnly{inner}
 	}})
 	for name, c := range map[string]struct {
 		e    *testkit.Env
@@ -106,3 +106,16 @@ func placementScenario(t *testing.T, e *testkit.Env) []string {
 	}
 	return rows
 }
+
+// stepwiseOnly hands out Txs that have the repositories and nothing else, so
+// placement takes the stepwise path.
+type stepwiseOnly struct{ inner app.Transactor }
+
+// repositoriesOnly hides every capability of a Tx beyond app.Tx.
+type repositoriesOnly struct{ app.Tx }
+
+func (s stepwiseOnly) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+	return s.inner.InTx(ctx, iso, func(ctx context.Context, tx app.Tx) error { return fn(ctx, repositoriesOnly{tx}) })
+}
+
+func (s stepwiseOnly) Read() app.Tx { return repositoriesOnly{s.inner.Read()} }
