@@ -31,7 +31,7 @@ import (
 // entered and waits for release (or for the test to end). Other requests
 // pass straight through.
 type heldAdjust struct {
-	app.ProductRepo
+	app.StockRepo
 	h *hold
 }
 
@@ -71,8 +71,8 @@ func (h *hold) reached(t *testing.T) {
 	}
 }
 
-func (a heldAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.Product, error) {
-	p, err := a.ProductRepo.Adjust(ctx, actorID, adj)
+func (a heldAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.StockLevel, error) {
+	p, err := a.StockRepo.Adjust(ctx, actorID, adj)
 	if err != nil {
 		return p, err
 	}
@@ -222,8 +222,8 @@ func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 // pool's lock_timeout.
 func reclaimEnv(h *hold, naive bool, keyWait, lockTimeout time.Duration) func(app.Transactor) app.Transactor {
 	return func(inner app.Transactor) app.Transactor {
-		o := testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-			return heldAdjust{ProductRepo: tx.Products(), h: h}
+		o := testkit.Override{Inner: inner, Stock: func(tx app.Tx) app.StockRepo {
+			return heldAdjust{StockRepo: tx.Stock(), h: h}
 		}}
 		if naive {
 			o.Keys = func(tx app.Tx) app.KeyStore {
@@ -334,8 +334,8 @@ func TestKeyExpiryCountsFromCompletion(t *testing.T) {
 	run := func(t *testing.T, naive bool) []string {
 		h := newHold(t)
 		e := testkit.New(t, testkit.Options{KeyTTL: ttl, Wrap: func(inner app.Transactor) app.Transactor {
-			o := testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
-				return heldAdjust{ProductRepo: tx.Products(), h: h}
+			o := testkit.Override{Inner: inner, Stock: func(tx app.Tx) app.StockRepo {
+				return heldAdjust{StockRepo: tx.Stock(), h: h}
 			}}
 			if naive {
 				o.Keys = func(tx app.Tx) app.KeyStore { return claimTimeExpiryKeys{KeyStore: tx.Keys(), db: testkit.Conn(tx)} }
