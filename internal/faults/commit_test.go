@@ -77,7 +77,7 @@ func commitFault(t *testing.T, cut testkit.Cut, wantCommitted bool, keys app.Key
 	if replayed != wantCommitted {
 		broken = append(broken, fmt.Sprintf("retry replayed = %v, want %v: a committed order replays, a rolled-back one is placed", replayed, wantCommitted))
 	}
-	p := e.Do("GET", "/v1/products/"+product, customer.Token, nil)
+	p := e.Do("GET", "/v1/products/"+product+"/stock", customer.Token, nil)
 	taken := stock - p.Int("stock")
 	n, events := orders(), e.QueryInt(`SELECT count(*) FROM outbox_events WHERE type = 'order.placed' AND payload->>'customer_id' = $1`, customer.ID)
 	records := e.QueryInt(`SELECT count(*) FROM idempotency_keys WHERE actor_id = $1`, customer.ID)
