@@ -11,7 +11,14 @@
 # Exits non-zero when a run broke an invariant (FAILED).
 #
 # Knobs (environment): BENCH_DURATION [10s] BENCH_WARMUP [2s]
-#   BENCH_CONCURRENCY [1,8,32] BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys,dispatch]
+#   BENCH_CONCURRENCY [1,8,32]
+#   BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys,dispatch,steady]: the
+#   throughput scenarios, then "steady" = drain,lag,soak,history (each may be
+#   named alone). Steady-state knobs: BENCH_SOAK [10m] soak length,
+#   BENCH_SOAK_TTL [2m] the service's IDEMPOTENCY_TTL and OUTBOX_RETENTION
+#   during the soak, BENCH_SOAK_RATE [0.7 × the lag scenario's peak],
+#   BENCH_DRAIN_EVENTS [50000], BENCH_HISTORY_ORDERS [100000]. A run of
+#   steady scenarios only leaves the throughput section of REPORT.md alone.
 #   BENCH_LABEL [current] BENCH_CUSTOMERS [64] BENCH_API_ENV ["KEY=VAL ..."]
 #   BENCH_PPROF [dir: CPU profiles of the service per run] PGBIN [/usr/lib/postgresql/15/bin]
 #   BENCH_QUIET_WAIT [10s]: before each run, wait up to this long for other
@@ -29,7 +36,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${BENCH_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 CONCURRENCY=${BENCH_CONCURRENCY:-1,8,32}
-SCENARIOS=${BENCH_SCENARIOS:-spread,hot,replay,storm,mixed,nokeys,dispatch}
+SCENARIOS=${BENCH_SCENARIOS:-spread,hot,replay,storm,mixed,nokeys,dispatch,steady}
 LABEL=${BENCH_LABEL:-current}
 CUSTOMERS=${BENCH_CUSTOMERS:-64}
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
@@ -86,6 +93,13 @@ for i in $(seq 1 "$CUSTOMERS"); do
     --credit-limit-cents 100000000000 >>"$RAW/customers.jsonl"
 done
 DATABASE_URL=$DB "$WORK/api" actor create --name "bench staff" --role staff >"$RAW/staff.json"
+# Two customers that only the history scenario uses: one gets a long
+# history, the other none.
+: >"$RAW/history-customers.jsonl"
+for who in heavy fresh; do
+  DATABASE_URL=$DB "$WORK/api" actor create --name "bench history $who" --role customer \
+    --credit-limit-cents 100000000000 >>"$RAW/history-customers.jsonl"
+done
 
 echo "== benchmark ($SCENARIOS at $CONCURRENCY, $DURATION each)"
 read -r -a API_ENV <<<"${BENCH_API_ENV:-}"
@@ -99,6 +113,8 @@ status=0
 (cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \
   -customers "$RAW/customers.jsonl" -pgbench "$PGBENCH" -scripts bench/pgbench \
   -out "$OUT" -raw "$RAW" -label "$LABEL" -commit "$(git -C "$API_SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  -history-customers "$RAW/history-customers.jsonl" -soak "${BENCH_SOAK:-10m}" -soak-ttl "${BENCH_SOAK_TTL:-2m}" \
+  -soak-rate "${BENCH_SOAK_RATE:-0}" -drain-events "${BENCH_DRAIN_EVENTS:-50000}" -history-orders "${BENCH_HISTORY_ORDERS:-100000}" \
   -duration "$DURATION" -warmup "$WARMUP" -quiet-wait "${BENCH_QUIET_WAIT:-10s}" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
   ${ENV_FLAGS[@]+"${ENV_FLAGS[@]}"} ${PPROF_FLAGS[@]+"${PPROF_FLAGS[@]}"}) || status=$?
 

@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,6 +45,11 @@ type options struct {
 	noPgbench                                              bool
 	apis                                                   string
 	reportOnly                                             bool
+	// steady-state scenarios
+	drainEvents, historyOrders int
+	soak, soakTTL              time.Duration
+	soakFraction, soakRate     float64
+	historyCustomers           string
 }
 
 type multi []string
@@ -77,6 +83,13 @@ func main() {
 	flag.StringVar(&o.apis, "apis", "", "label=path,label=path,…: measure several service binaries in rotation, each (scenario, concurrency) cell running every one back to back and sharing one pgbench run; -api and -label are then ignored")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "regenerate REPORT.md and throughput.png from history/<label>.json, measuring nothing")
 	flag.BoolVar(&o.noPgbench, "no-pgbench", false, "skip pgbench and the half-peak latency runs (quick experiments)")
+	flag.IntVar(&o.drainEvents, "drain-events", 50000, "drain: backlog of pending events")
+	flag.IntVar(&o.historyOrders, "history-orders", 100000, "history: orders of the heavy customer's history")
+	flag.DurationVar(&o.soak, "soak", 10*time.Minute, "soak: length")
+	flag.DurationVar(&o.soakTTL, "soak-ttl", 2*time.Minute, "soak: IDEMPOTENCY_TTL and OUTBOX_RETENTION of the service")
+	flag.Float64Var(&o.soakFraction, "soak-fraction", 0.7, "soak: rate as a fraction of the peak found by lag")
+	flag.Float64Var(&o.soakRate, "soak-rate", 0, "soak: fixed rate (placements/s), overriding -soak-fraction")
+	flag.StringVar(&o.historyCustomers, "history-customers", "", "history: file with two `api actor create` outputs used by no other scenario (heavy, fresh)")
 	flag.DurationVar(&o.quietWait, "quiet-wait", 15*time.Second, "before each run, wait up to this long for other processes on the machine to use less than 0.25 cores")
 	flag.Parse()
 	for _, c := range strings.Split(conc, ",") {
@@ -86,7 +99,13 @@ func main() {
 		}
 		o.concurrency = append(o.concurrency, n)
 	}
-	o.scenarios = strings.Split(scen, ",")
+	for _, s := range strings.Split(scen, ",") {
+		if s = strings.TrimSpace(s); s == "steady" {
+			o.scenarios = append(o.scenarios, steadyScenarios...)
+		} else if s != "" {
+			o.scenarios = append(o.scenarios, s)
+		}
+	}
 	if o.reportOnly {
 		if err := reportOnly(o); err != nil {
 			log.Fatal(err)
@@ -110,6 +129,7 @@ type Results struct {
 	Counting Counting  `json:"counting"`
 	Runs     []Run     `json:"runs"`
 	HalfPeak *HalfPeak `json:"half_peak,omitempty"`
+	Steady   *Steady   `json:"steady,omitempty"`
 	Failed   bool      `json:"failed"`
 }
 
@@ -207,6 +227,10 @@ type env struct {
 	apiMode   string
 	apiOf     *variant
 	seq       int
+	// steady-state scenarios
+	rcv           *receiver
+	steadyEnv     []string
+	historyActors []load.Actor
 }
 
 func run(ctx context.Context, o options) error {
@@ -261,13 +285,31 @@ func run(ctx context.Context, o options) error {
 	}
 	defer e.stopAPI()
 
+	throughput := slices.ContainsFunc(o.scenarios, func(s string) bool { return !isSteady(s) })
 	for _, v := range e.variants {
+		if !throughput {
+			break // nothing to compare with pgbench: skip the counting phase
+		}
 		e.use(v)
 		if err := e.count(ctx); err != nil {
 			return fmt.Errorf("counting %s: %w", v.label, err)
 		}
 	}
+	defer func() {
+		if e.rcv != nil {
+			_ = e.rcv.srv.Close()
+		}
+	}()
 	for _, s := range o.scenarios {
+		if isSteady(s) {
+			for _, v := range e.variants {
+				e.use(v)
+				if err := e.steady(ctx, s); err != nil {
+					return fmt.Errorf("%s: %w", s, err)
+				}
+			}
+			continue
+		}
 		concurrency := o.concurrency
 		if s == "dispatch" {
 			concurrency = o.concurrency[len(o.concurrency)-1:] // the top one only
@@ -330,6 +372,19 @@ func (e *env) loadActors() error {
 		}
 		e.customers = append(e.customers, a)
 	}
+	if e.o.historyCustomers != "" {
+		b, err := os.ReadFile(e.o.historyCustomers)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var a load.Actor
+			if err := json.Unmarshal([]byte(line), &a); err != nil {
+				return fmt.Errorf("history customers file: %w", err)
+			}
+			e.historyActors = append(e.historyActors, a)
+		}
+	}
 	if len(e.customers) == 0 {
 		return errors.New("no customers")
 	}
@@ -365,7 +420,9 @@ func (e *env) ensureAPI(ctx context.Context, mode, dbURL string) error {
 	}
 	e.stopAPI()
 	env := []string{}
-	if mode != "dispatch" {
+	if strings.HasPrefix(mode, "steady-") {
+		env = append(env, e.steadyEnv...)
+	} else if mode != "dispatch" {
 		// The outbox dispatcher works beside the placements, one statement
 		// per event; held back, the runs compare the placement path with
 		// pgbench's. The dispatch scenario runs it at its defaults.

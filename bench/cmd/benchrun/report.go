@@ -22,6 +22,14 @@ func (e *env) write() error {
 	if err := os.WriteFile(filepath.Join(e.o.raw, "results-"+e.res.Label+".json"), b, 0o644); err != nil {
 		return err
 	}
+	if e.res.Steady != nil {
+		if err := e.writeSteady(); err != nil {
+			return err
+		}
+	}
+	if len(e.res.Runs) == 0 && e.res.HalfPeak == nil {
+		return nil // a steady-state run only: the throughput report stays as it is
+	}
 	if err := os.WriteFile(filepath.Join(e.o.out, "history", e.res.Label+".json"), b, 0o644); err != nil {
 		return err
 	}
@@ -35,8 +43,27 @@ func (e *env) write() error {
 	return writeReport(filepath.Join(e.o.out, "REPORT.md"), generated(e.res, hist))
 }
 
-// reportOnly rewrites the report and the plot from a stored result.
+// reportOnly rewrites the report and the plot from a stored result: the
+// steady-state section from steady/<label>.json when it exists, the
+// throughput section from history/<label>.json when it exists.
 func reportOnly(o options) error {
+	if b, err := os.ReadFile(filepath.Join(o.out, "steady", o.label+".json")); err == nil {
+		var r Results
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		if s := r.Steady; s != nil && s.Soak != nil && len(s.Soak.Windows) > 0 {
+			if err := plotSoak(s.Soak, filepath.Join(o.out, "soak.png")); err != nil {
+				return err
+			}
+		}
+		if err := writeSection(filepath.Join(o.out, "REPORT.md"), steadyBegin, steadyEnd, steadySection(&r)); err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(o.out, "history", o.label+".json")); err != nil {
+			return nil
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(o.out, "history", o.label+".json"))
 	if err != nil {
 		return err
@@ -81,6 +108,12 @@ func readHistory(dir string) ([]*Results, error) {
 // writeReport replaces the generated section of REPORT.md, keeping the
 // hand-written text around it.
 func writeReport(path, section string) error {
+	return writeSection(path, beginMark, endMark, section)
+}
+
+// writeSection replaces the text between begin and end in the file at
+// path, or appends it with its markers.
+func writeSection(path, beginMark, endMark, section string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
