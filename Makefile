@@ -40,6 +40,12 @@ test: ## Run every test against real PostgreSQL (TEST_DATABASE_URL, or testconta
 test-race: ## Run the tests with the race detector.
 	$(GO) test -count=1 -race -timeout 30m ./...
 
+FUZZTIME ?= 20s
+
+.PHONY: fuzz
+fuzz: ## Run each native fuzz target for FUZZTIME (default 20s); fails on any finding.
+	@FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
+
 .PHONY: build
 build: ## Build bin/api.
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/api ./cmd/api
