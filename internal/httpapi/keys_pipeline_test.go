@@ -44,7 +44,7 @@ func TestKeyStormExecutesOnce(t *testing.T) {
 	if got := e.QueryInt(`SELECT count(*) FROM orders`); got != 1 {
 		t.Errorf("%d orders for one key", got)
 	}
-	if got := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product); got != 998 {
+	if got := stockOf(e, product); got != 998 {
 		t.Errorf("stock %d, want 998", got)
 	}
 }

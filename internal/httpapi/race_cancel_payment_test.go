@@ -65,7 +65,7 @@ func checkCancelVsFirstPayment(t *testing.T, e *testkit.Env) []string {
 		}
 		status := orderStatus(t, e, order)
 		paid := e.QueryInt(`SELECT paid_cents FROM orders WHERE id = $1`, order)
-		stock := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product)
+		stock := stockOf(e, product)
 		t.Logf("round %d (%s held after reading): cancel %d %s, payment %d %s; order %s, paid %d, stock %d",
 			round, held, cancelRes.Status, cancelRes.Code(), payRes.Status, payRes.Code(), status, paid, stock)
 		for _, x := range []*testkit.Response{cancelRes, payRes} {

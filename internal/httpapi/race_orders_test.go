@@ -108,7 +108,7 @@ func checkNoOversell(t *testing.T, e *testkit.Env, m meet) []string {
 	done()
 	var broken []string
 	ok := count(statuses, http.StatusCreated)
-	left := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product)
+	left := stockOf(e, product)
 	sold := e.QueryInt(`SELECT coalesce(sum(quantity), 0) FROM order_lines WHERE product_id = $1`, product)
 	t.Logf("attempts %d, successes %d, final stock %d, units on orders %d", n, ok, left, sold)
 	if ok != stock {
@@ -261,8 +261,8 @@ func checkReversedLines(t *testing.T, e *testkit.Env, m meet) []string {
 	}
 	var broken []string
 	deadlocks := e.Metric("ordersvc_tx_retries_total", "sqlstate", "40P01")
-	sa := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, a)
-	sb := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, b)
+	sa := stockOf(e, a)
+	sb := stockOf(e, b)
 	t.Logf("attempts %d, successes %d, deadlocks retried %v, stock A %d B %d", 2*rounds, ok, deadlocks, sa, sb)
 	if deadlocks > 0 {
 		broken = append(broken, fmt.Sprintf("%v deadlocks (40P01) happened", deadlocks))
@@ -464,7 +464,7 @@ func checkCancelVsShip(t *testing.T, e *testkit.Env, m meet) []string {
 		})
 		done()
 		status := orderStatus(t, e, order)
-		left := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product)
+		left := stockOf(e, product)
 		t.Logf("round %d: %d cancels and %d ships won, status %s, stock %d", round, cancels.Load(), ships.Load(), status, left)
 		switch {
 		case cancels.Load()+ships.Load() != 1:
