@@ -3,18 +3,25 @@ SHELL := /bin/bash
 GO    ?= go
 TOOL  := $(GO) tool -modfile=tools/go.mod
 
-# A database for `make run`, `make migrate` and `make seed`.
-DATABASE_URL ?= postgres://postgres:postgres@localhost:5432/orders?sslmode=disable
-export DATABASE_URL
+# Settings from .env (plain NAME=value lines), the file docker compose reads
+# too: `make images` writes the local image names there, and .env.example
+# lists every setting. A variable set in the shell or on the command line wins.
+ENV_FILE_VARS := $(shell sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' .env 2>/dev/null)
+$(foreach v,$(ENV_FILE_VARS),$(eval $(v) ?= $(shell sed -n 's/^$(v)=//p' .env | tail -n 1)))
+export $(ENV_FILE_VARS)
 
-# docker compose (v2) where installed, else the standalone docker-compose.
+# DATABASE_URL has no default. Unset, `make seed` and `make actor` use the
+# compose stack of `make up`; set, they and `make run` use that database.
+
+# docker compose (v2) where installed, else the standalone docker-compose (v1).
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+API_URL ?= http://127.0.0.1:$(or $(API_PORT),8080)
 
 .DEFAULT_GOAL := help
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: generate
 generate: ## Regenerate the sqlc code from db/queries and db/migrations.
@@ -50,34 +57,79 @@ fuzz: ## Run each native fuzz target for FUZZTIME (default 20s); fails on any fi
 build: ## Build bin/api.
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/api ./cmd/api
 
+.PHONY: build-quiet
+build-quiet:
+	@CGO_ENABLED=0 $(GO) build -trimpath -o bin/api ./cmd/api
+
 .PHONY: run
-run: build ## Migrate DATABASE_URL and serve on :8080.
+run: need-database-url build ## Migrate DATABASE_URL and serve on :8080 (without Docker).
 	bin/api migrate up
 	bin/api serve
 
-.PHONY: seed
-seed: build ## Create demo actors and products in DATABASE_URL, print tokens.
-	bin/api seed
+.PHONY: need-database-url
+need-database-url:
+	@test -n "$$DATABASE_URL" || { printf '%s\n' \
+	  'DATABASE_URL is not set: name a PostgreSQL (13 or later) this service may use, e.g.' \
+	  '  export DATABASE_URL="postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"' \
+	  'or put that line in .env (see .env.example). With Docker, `make up` needs none.' >&2; exit 2; }
 
 .PHONY: up
-up: ## Start PostgreSQL and the service with docker compose.
-	$(COMPOSE) up -d --build
+up: ## Build, then start PostgreSQL and the service with docker compose (v1 or v2); waits until ready.
+	$(COMPOSE) build api
+	$(COMPOSE) up -d
+	@for i in $$(seq 1 60); do curl -fsS -o /dev/null --max-time 2 $(API_URL)/readyz 2>/dev/null && \
+	  { echo "ready: $(API_URL)  (next: make seed)"; exit 0; }; sleep 1; done; \
+	  echo "$(API_URL)/readyz did not answer within 60s: make logs" >&2; exit 1
+
+.PHONY: seed
+seed: ## Create demo actors and products, print their tokens and ids as JSON (pipe into jq).
+	@$(call api,seed)
+
+.PHONY: actor
+actor: ## Create one actor: make actor ARGS='--name Ada --role staff' (prints JSON).
+	@$(call api,actor create $(ARGS))
+
+.PHONY: logs
+logs: ## Follow the service's logs in the compose stack.
+	$(COMPOSE) logs -f --tail=100 api
 
 .PHONY: down
 down: ## Stop the compose stack and drop its volume.
 	$(COMPOSE) down -v
 
+# api COMMAND: runs `api COMMAND` against DATABASE_URL when it is set, else in
+# the compose stack. Says which on stderr; only the command's output goes to
+# stdout.
+define api
+if [ -n "$$DATABASE_URL" ]; then \
+  echo "using DATABASE_URL" >&2; \
+  $(MAKE) -s build-quiet && bin/api $(1); \
+else \
+  echo "using the compose stack (set DATABASE_URL to use another database)" >&2; \
+  $(COMPOSE) exec -T api /api $(1) || { echo "is the stack running? make up" >&2; exit 1; }; \
+fi
+endef
+
 .PHONY: images
-images: ## Build local stand-ins for upstream images (no registry); prints the exports.
-	bash deploy/build-local-images.sh
+images: ## Build local stand-ins for upstream images (no registry); writes their names to .env.
+	@set -o pipefail; exports=$$(bash deploy/build-local-images.sh) || exit 1; \
+	  vars=$$(sed -n 's/^export //p' <<<"$$exports"); \
+	  names=$$(cut -d= -f1 <<<"$$vars" | paste -sd'|'); \
+	  { [ ! -f .env ] || grep -Ev "^($$names)=" .env || true; printf '%s\n' "$$vars"; } >.env.tmp && mv .env.tmp .env; \
+	  echo "wrote $$(cut -d= -f1 <<<"$$vars" | paste -sd' ') to .env: docker compose and make read them" >&2
 
 .PHONY: smoke
-smoke: ## Compose smoke test (export the image overrides first on a machine with no registry).
+smoke: ## Compose smoke test (uses the image names in .env on a machine with no registry).
 	bash deploy/compose-smoke.sh
 
 .PHONY: smoke-local
-smoke-local: ## Build the local images, then run the compose smoke test with them.
-	e=$$(bash deploy/build-local-images.sh) && eval "$$e" && bash deploy/compose-smoke.sh
+smoke-local: images ## Build the local images, then run the compose smoke test with them.
+	bash deploy/compose-smoke.sh
+
+.PHONY: rename
+rename: ## Rename a copy of this service: make rename MODULE=example.com/shop [NAME=shop].
+	@test -n "$(MODULE)" || { echo "usage: make rename MODULE=example.com/shop [NAME=shop]" >&2; exit 2; }
+	tools/rename.sh $(MODULE) $(NAME)
 
 .PHONY: bench
 bench: ## Benchmark the service against pgbench; writes docs/bench/REPORT.md.
