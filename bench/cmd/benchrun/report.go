@@ -57,7 +57,7 @@ func reportOnly(o options) error {
 				return err
 			}
 		}
-		if err := writeSection(filepath.Join(o.out, "REPORT.md"), steadyBegin, steadyEnd, steadySection(&r)); err != nil {
+		if err := writeSection(filepath.Join(o.out, "REPORT.md"), steadyBegin, steadyEnd, steadySection([]*Results{&r})); err != nil {
 			return err
 		}
 		if _, err := os.Stat(filepath.Join(o.out, "history", o.label+".json")); err != nil {

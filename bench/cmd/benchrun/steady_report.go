@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,48 +39,100 @@ func (e *env) writeSteady() error {
 			return fmt.Errorf("plot soak: %w", err)
 		}
 	}
-	return writeSection(filepath.Join(e.o.out, "REPORT.md"), steadyBegin, steadyEnd, steadySection(e.res))
+	var rs []*Results
+	for _, v := range e.variants {
+		if v.res.Steady != nil {
+			rs = append(rs, v.res)
+		}
+	}
+	return writeSection(filepath.Join(e.o.out, "REPORT.md"), steadyBegin, steadyEnd, steadySection(rs))
 }
 
-func steadySection(r *Results) string {
+func steadySection(rs []*Results) string {
 	var b strings.Builder
 	p := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
-	st := r.Steady
+	if len(rs) == 0 {
+		return ""
+	}
+	multi := len(rs) > 1
+	var labels []string
+	failed := false
+	for _, r := range rs {
+		labels = append(labels, r.Label)
+		failed = failed || r.Failed
+	}
+	r0 := rs[0]
 	status := "kept every invariant and got only expected responses"
-	if r.Failed {
+	if failed {
 		status = "**FAILED**: see the notes below"
 	}
-	p("\n## Steady state: `%s`\n\n", r.Label)
+	p("\n## Steady state: `%s`\n\n", strings.Join(labels, "`, `"))
 	p("Run %s (commit `%s`, %d cores shared by service, PostgreSQL and load generator); %s.\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.Machine.Commit, r.Machine.NProc, status)
-	p("Which scenarios truncate: **drain** and **lag** start from an empty outbox and no orders (TRUNCATE, as the throughput scenarios do, for comparable figures); **soak** and **history** never truncate: they run on whatever the earlier scenarios left.\n")
-	for _, n := range st.Notes {
-		p("\n- %s\n", n)
+		r0.Started.Format("2006-01-02 15:04 UTC"), r0.Machine.Commit, r0.Machine.NProc, status)
+	if multi {
+		p("Service binaries measured in rotation, each scenario running every binary back to back: %s.\n", strings.Join(labels, ", "))
 	}
-	if len(st.Drain) > 0 {
+	p("Which scenarios truncate: **drain** and **lag** start from an empty outbox and no orders (TRUNCATE, as the throughput scenarios do, for comparable figures); **soak** and **history** never truncate: they run on whatever the earlier scenarios left.\n")
+	for _, r := range rs {
+		for _, n := range r.Steady.Notes {
+			p("\n- %s: %s\n", r.Label, n)
+		}
+	}
+	svc := func(r *Results) string {
+		if multi {
+			return "| " + r.Label + " "
+		}
+		return ""
+	}
+	svcHead, svcSep := "", ""
+	if multi {
+		svcHead, svcSep = "| service ", "| --- "
+	}
+	if slices.ContainsFunc(rs, func(r *Results) bool { return len(r.Steady.Drain) > 0 }) {
 		p("\n### Outbox drain (nothing else running)\n\n")
-		p("| backlog | receiver | OUTBOX_CONCURRENCY | delivered | seconds | events/s | bound (concurrency ÷ latency) |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
-		for _, d := range st.Drain {
-			recv := "answers at once"
-			bound := ""
-			if d.ReceiverMillis > 0 {
-				recv = fmt.Sprintf("%.0f ms per request", d.ReceiverMillis)
-				bound = fmt.Sprintf("%.0f", d.Bound)
+		p("%s| backlog | receiver | OUTBOX_CONCURRENCY | delivered | seconds | events/s | bound (concurrency ÷ latency) |\n%s| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n", svcHead, svcSep)
+		for _, r := range rs {
+			for _, d := range r.Steady.Drain {
+				recv := "answers at once"
+				bound := ""
+				if d.ReceiverMillis > 0 {
+					recv = fmt.Sprintf("%.0f ms per request", d.ReceiverMillis)
+					bound = fmt.Sprintf("%.0f", d.Bound)
+				}
+				p("%s| %d | %s | %d | %d | %.1f | **%.0f** | %s |\n", svc(r), d.Events, recv, d.Concurrency, d.Delivered, d.Seconds, d.PerSecond, bound)
 			}
-			p("| %d | %s | %d | %d | %.1f | **%.0f** | %s |\n", d.Events, recv, d.Concurrency, d.Delivered, d.Seconds, d.PerSecond, bound)
 		}
 		p("\nA receiver that answers at once: every event of the backlog, timed from the first delivery to the last. A 50 ms receiver: the events delivered in the run length after the first one. Goal: ≥ 5,000 events/s from a 50k backlog.\n")
 	}
-	if l := st.Lag; l != nil {
+	if slices.ContainsFunc(rs, func(r *Results) bool { return r.Steady.Lag != nil }) {
 		p("\n### Outbox lag under the highest sustained placement rate\n\n")
-		p("Spread placements, closed loop at concurrency %d (the highest the benchmark runs), dispatcher on (OUTBOX_CONCURRENCY 16) with a local receiver answering at once; the oldest undelivered (pending or claimed) event's age read every second.\n\n", l.Concurrency)
-		p("| placements/s | p50 / p99 ms | oldest undelivered: max | p50 | at the end | events delivered by the end / placed |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
-		p("| %.0f | %.2f / %.2f | **%.2f s** | %.2f s | %.2f s | %d / %d |\n", l.Throughput, l.Latency.P50, l.Latency.P99, l.MaxAge, l.P50Age, l.LastAge, l.Delivered, l.Placed)
+		p("Spread placements, closed loop at the highest concurrency the benchmark runs, dispatcher on at its defaults with a local receiver answering at once; the oldest undelivered (pending or claimed) event's age read every second.\n\n")
+		p("%s| concurrency | placements/s | p50 / p99 ms | oldest undelivered: max | p50 | at the end | events delivered by the end / placed |\n%s| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", svcHead, svcSep)
+		for _, r := range rs {
+			if l := r.Steady.Lag; l != nil {
+				p("%s| %d | %.0f | %.2f / %.2f | **%.2f s** | %.2f s | %.2f s | %d / %d |\n", svc(r), l.Concurrency, l.Throughput, l.Latency.P50, l.Latency.P99, l.MaxAge, l.P50Age, l.LastAge, l.Delivered, l.Placed)
+			}
+		}
 		p("\nGoal: the oldest pending event stays under 2 s for the whole run.\n")
+	}
+	for _, r := range rs {
+		b.WriteString(soakAndHistory(r, multi))
+	}
+	return b.String()
+}
+
+// soakAndHistory renders one service's soak and history.
+func soakAndHistory(r *Results, multi bool) string {
+	var b strings.Builder
+	p := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	st := r.Steady
+	of := ""
+	if multi {
+		of = " (" + r.Label + ")"
 	}
 	if s := st.Soak; s != nil && len(s.Windows) > 0 {
 		first, last := s.Windows[0], s.Windows[len(s.Windows)-1]
-		p("\n### Soak: %.0f s at %.0f placements/s (%.0f%% of the %.0f/s peak), nothing truncated\n\n", s.Seconds, s.Rate, 100*s.Rate/s.Peak, s.Peak)
+		p("\n### Soak%s: %.0f s at %.0f placements/s (%.0f%% of the %.0f/s peak), nothing truncated\n\n", of, s.Seconds, s.Rate, 100*s.Rate/s.Peak, s.Peak)
 		p("Open-loop spread placements in back-to-back 10-second windows, dispatcher and receiver on, service env `%s` (the purge and the retention work during the run). %d orders in the database at the start.\n\n", strings.Join(s.Env, " "), s.StartOrders)
 		p("![soak](soak.png)\n\n")
 		p("| | first window | last window | last ÷ first | goal |\n| --- | ---: | ---: | ---: | --- |\n")
@@ -109,14 +162,15 @@ func steadySection(r *Results) string {
 		p("\n</details>\n")
 	}
 	if len(st.Sizes) > 0 {
-		p("\n### Table sizes per million orders (end of the soak)\n\n| table | size | MiB per million orders |\n| --- | ---: | ---: |\n")
+		p("\n### Table sizes per million orders (end of the soak)%s\n\n", of)
+		p("| table | size | MiB per million orders |\n| --- | ---: | ---: |\n")
 		for _, t := range st.Sizes {
 			p("| %s | %.1f MiB | %.0f |\n", t.Table, mib(t.Bytes), t.PerM)
 		}
 		p("\nThe keys and the outbox are bounded by the TTL and the retention, not by the orders: their per-million figure falls as orders accumulate.\n")
 	}
 	if h := st.History; h != nil {
-		p("\n### History: one customer with %d orders against a fresh customer\n\n", h.Orders)
+		p("\n### History%s: one customer with %d orders against a fresh customer\n\n", of, h.Orders)
 		p("The history is bulk-loaded in SQL (%.1f s): shipped, fully paid orders of one customer, the orders' rows only (what the credit check reads). Then spread placements at concurrency %d for the heavy customer and for a customer with no orders, alternated, %d rounds each, in the same run.\n\n", h.LoadSeconds, h.Concurrency, h.Rounds)
 		p("| customer | placements/s | p50 ms |\n| --- | ---: | ---: |\n| fresh | %.0f | %.2f |\n| %d orders of history | %.0f | %.2f |\n\n", h.Fresh, h.FreshP50, h.Orders, h.Heavy, h.HeavyP50)
 		p("Ratio heavy ÷ fresh: **%.2f** (goal ≥ 0.9).\n", h.Ratio)
