@@ -21,6 +21,11 @@ import (
 // request fails unless it passes. A request that would answer without any
 // statement confirms first (Confirm). See docs/adr/0005.
 //
+// A request that waits (on an idempotency key, in this process or in the
+// database, or before retrying its transaction) reads it again after the
+// wait, before it acts or answers (AuthCheck.Recheck): a deactivation that
+// commits while a request waits refuses it too. See docs/adr/0011.
+//
 // Codes: unauthenticated.
 type Authenticate struct {
 	Tx Transactor
@@ -44,7 +49,11 @@ func (h Authenticate) Handle(ctx context.Context, token string) (context.Context
 		return ctx, Principal{}, err
 	}
 	h.Cache.put(hash, p)
-	return ctx, p, nil
+	// The lookup settled this request's check; it is kept in the context
+	// so that a wait or a retry can ask for it again (AuthCheck.Recheck).
+	c := &AuthCheck{hash: hash, want: p, cache: h.Cache}
+	c.state.Store(checkPassed)
+	return context.WithValue(ctx, authCheckKey{}, c), p, nil
 }
 
 func (h Authenticate) lookup(ctx context.Context, hash []byte) (Principal, error) {
@@ -68,12 +77,12 @@ func (h Authenticate) lookup(ctx context.Context, hash []byte) (Principal, error
 func (h Authenticate) Confirm(ctx context.Context) error {
 	c := PendingAuthCheck(ctx)
 	if c == nil {
-		if c, ok := ctx.Value(authCheckKey{}).(*AuthCheck); ok && c.Refused() {
+		if c := AuthCheckOf(ctx); c != nil && c.Refused() {
 			return ErrUnauthenticated
 		}
 		return nil
 	}
-	p, err := h.Tx.Read().Actors().ByTokenHash(context.WithValue(ctx, authCheckKey{}, (*AuthCheck)(nil)), c.hash)
+	p, err := h.Tx.Read().Actors().ByTokenHash(WithoutAuthCheck(ctx), c.hash)
 	switch {
 	case domain.ErrorCode(err) == domain.CodeNotFound:
 		return c.Settle(Principal{}, false)
@@ -104,6 +113,20 @@ const (
 
 type authCheckKey struct{}
 
+// AuthCheckOf returns the request's check, whatever its state, or nil for a
+// context that was not authenticated.
+func AuthCheckOf(ctx context.Context) *AuthCheck {
+	c, _ := ctx.Value(authCheckKey{}).(*AuthCheck)
+	return c
+}
+
+// WithoutAuthCheck hides the request's check from ctx, for a statement that
+// carries the check itself at a place of its own choosing (the key claim
+// sends it after its wait, not in front).
+func WithoutAuthCheck(ctx context.Context) context.Context {
+	return context.WithValue(ctx, authCheckKey{}, (*AuthCheck)(nil))
+}
+
 // PendingAuthCheck returns the request's check while it is pending, else nil.
 func PendingAuthCheck(ctx context.Context) *AuthCheck {
 	c, _ := ctx.Value(authCheckKey{}).(*AuthCheck)
@@ -126,6 +149,16 @@ func (c *AuthCheck) Settle(p Principal, found bool) error {
 	c.state.Store(checkRefused)
 	c.cache.forget(c.hash)
 	return ErrUnauthenticated
+}
+
+// Recheck makes a passed check pending again: the request has waited (on an
+// idempotency key, or before retrying its transaction), and whether its
+// actor may act is read again by its next round trip, or confirmed before it
+// answers without one. A refused check stays refused. See docs/adr/0011.
+func (c *AuthCheck) Recheck() {
+	if c != nil {
+		c.state.CompareAndSwap(checkPassed, checkPending)
+	}
 }
 
 // Refused says whether the check failed.

@@ -189,6 +189,18 @@ type KeyStore interface {
 	Complete(ctx context.Context, k Key, r Receipt) error
 }
 
+// KeyLatch is an optional capability of a Transactor: the requests of one
+// process that carry the same key wait for each other before they take a
+// connection, so that duplicates of a slow request do not hold the pool
+// while they wait. LatchKey returns when no other request of the process
+// holds k (then the caller holds it until release) or, past
+// IDEMPOTENCY_WAIT, with *KeyInProgressError. The context it returns is the
+// one to run the request with: the claim's own wait counts from the same
+// budget.
+type KeyLatch interface {
+	LatchKey(ctx context.Context, k Key) (context.Context, func(), error)
+}
+
 // Errors of the key store, mapped to problems by the HTTP layer.
 var (
 	// ErrKeyReused: the key holds a completed request with another fingerprint.
@@ -226,8 +238,20 @@ type Outcome struct {
 // receipt commit together or not at all (EXT.IDEMPOTENCY.REPLAY.001). A
 // completed duplicate returns its receipt without running fn. An error from fn
 // rolls everything back, so rejections store nothing and a retry re-executes.
+//
+// With a key, and a Transactor that can (KeyLatch), the request first waits
+// for any other request of this process with the same key, without holding a
+// connection.
 func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[T], fn func(ctx context.Context, tx Tx) (T, error)) (Outcome, error) {
 	var out Outcome
+	if l, ok := t.(KeyLatch); ok && call.Key != nil {
+		lctx, release, err := l.LatchKey(ctx, *call.Key)
+		if err != nil {
+			return out, err
+		}
+		defer release()
+		ctx = lctx
+	}
 	err := t.InTx(ctx, iso, func(ctx context.Context, tx Tx) error {
 		out = Outcome{}
 		if call.Key != nil {

@@ -109,17 +109,19 @@ func raceSameKeyAdjust(t *testing.T, e *testkit.Env) []string {
 // runs meet after the stock UPDATE: guarded, the first request is held there
 // with its claim on the key, and 7 others wait on that claim; naive, they
 // wait on the product row instead, each about to apply the adjustment again.
+// The in-process key latch is off in both runs, so that the duplicates meet
+// in the database as they do across replicas (the latch has its own test).
 func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range raceSameKeyAdjust(t, testkit.New(t)) {
+		for _, b := range raceSameKeyAdjust(t, testkit.New(t, testkit.Options{NoKeyLatch: true})) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive check-then-act key store is caught", func(t *testing.T) {
 		t.Parallel()
-		e := testkit.New(t, testkit.Options{Wrap: withNaiveKeys()})
+		e := testkit.New(t, testkit.Options{NoKeyLatch: true, Wrap: withNaiveKeys()})
 		broken := raceSameKeyAdjust(t, e)
 		if len(broken) == 0 {
 			t.Fatal("the naive key store kept the invariant: the test cannot tell a unique claim from check-then-act")
@@ -299,9 +301,11 @@ func (n naiveAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.S
 
 // ---- a duplicate while the original is in flight
 
-// keysEnv is a service with the real key store, or with naiveKeyStore.
+// keysEnv is a service with the real key store, or with naiveKeyStore,
+// without the in-process key latch: duplicates meet in the database, as
+// they do when they reach different replicas.
 func keysEnv(t *testing.T, keyWait time.Duration, naiveKeys bool) *testkit.Env {
-	o := testkit.Options{KeyWait: keyWait}
+	o := testkit.Options{KeyWait: keyWait, NoKeyLatch: true}
 	if naiveKeys {
 		o.Wrap = withNaiveKeys()
 	}

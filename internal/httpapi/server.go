@@ -217,7 +217,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		r = r.WithContext(context.WithValue(ctx, principalKey, p))
-		if app.PendingAuthCheck(ctx) == nil {
+		if app.AuthCheckOf(ctx) == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -233,7 +233,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // validation error, a malformed id) confirms the token with a lookup of its
 // own before anything is written. A refused check answers 401 instead of
 // what the handler meant to send, and a check the database could not settle
-// answers 503: never is a response sent on the cache's word alone.
+// answers 503: never is a response sent on the cache's word alone. A check
+// that passed becomes pending again when the request waits (a key, a retry),
+// so an answer after a wait is held back the same way.
 type authGate struct {
 	http.ResponseWriter
 	s       *Server

@@ -49,9 +49,10 @@ var errRecordPurged = errors.New("idempotency record purged during the claim")
 const claimTries = 3
 
 func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
-	// Every wait of the claim (on the original's claim, on its reclaim of
-	// an expired record) comes out of one budget of IDEMPOTENCY_WAIT.
-	deadline := time.Now().Add(s.keys.Wait)
+	// Every wait for the key (in this process, on the original's claim, on
+	// its reclaim of an expired record) comes out of one budget of
+	// IDEMPOTENCY_WAIT.
+	deadline := keyDeadline(ctx, s.keys.Wait)
 	for try := 1; ; try++ {
 		r, err := s.claimOnce(ctx, k, deadline)
 		if !errors.Is(err, errRecordPurged) {
@@ -73,14 +74,16 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) 
 	// One round trip: bound the wait, claim, restore the lock timeout, and
 	// read the record that holds the key (our own when the claim took it).
 	// The server runs the four in this order and stops at the first error.
-	get := dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value}
+	// The request's token check goes after the claim, which may have
+	// waited: whether the caller may act is read once the wait is over.
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, waitLeft(deadline))
 	b.Queue(dbsqlc.IdempotencyClaimSQL, k.ActorID, k.Operation, k.Value, k.Fingerprint[:], s.keys.TTL.Seconds())
 	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.LockTimeout))
-	b.Queue(dbsqlc.IdempotencyGetSQL, get.ActorID, get.Operation, get.Key)
-	br := s.db.SendBatch(ctx, b)
-	n, rec, err := readClaim(br)
+	check := queueCheck(ctx, b)
+	b.Queue(dbsqlc.IdempotencyGetSQL, k.ActorID, k.Operation, k.Value)
+	br := s.db.SendBatch(app.WithoutAuthCheck(ctx), b)
+	n, rec, err := readClaim(br, check)
 	if err = firstErr(err, br.Close()); err != nil {
 		return nil, claimErr(err)
 	}
@@ -126,9 +129,10 @@ func (s keyStore) reclaim(ctx context.Context, k app.Key, deadline time.Time) (*
 	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, waitLeft(deadline))
 	b.Queue(dbsqlc.IdempotencyReclaimExpiredSQL, k.Fingerprint[:], s.keys.TTL.Seconds(), k.ActorID, k.Operation, k.Value)
 	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.LockTimeout))
+	check := queueCheck(ctx, b)
 	b.Queue(dbsqlc.IdempotencyGetSQL, k.ActorID, k.Operation, k.Value)
-	br := s.db.SendBatch(ctx, b)
-	n, rec, err := readClaim(br)
+	br := s.db.SendBatch(app.WithoutAuthCheck(ctx), b)
+	n, rec, err := readClaim(br, check)
 	if err = firstErr(err, br.Close()); err != nil {
 		return nil, claimErr(err)
 	}
@@ -151,9 +155,24 @@ func claimErr(err error) error {
 	return translate(err)
 }
 
+// queueCheck queues the request's token check into b, at this point of the
+// batch, and returns it (nil for a request without one). A check that had
+// passed is made pending again first, so that if the batch fails before the
+// check runs (the wait ran out), the request confirms before it answers.
+func queueCheck(ctx context.Context, b *pgx.Batch) *app.AuthCheck {
+	check := app.AuthCheckOf(ctx)
+	if check == nil || check.Refused() {
+		return nil
+	}
+	check.Recheck()
+	b.Queue(dbsqlc.ActorByTokenHashSQL, check.TokenHash())
+	return check
+}
+
 // readClaim reads the results of a claim or reclaim batch: rows the claim
-// or reclaim wrote, and the record that holds the key (nil when there is none).
-func readClaim(br pgx.BatchResults) (int64, *dbsqlc.IdempotencyGetRow, error) {
+// or reclaim wrote, the token check when there is one, and the record that
+// holds the key (nil when there is none). A refused check is its error.
+func readClaim(br pgx.BatchResults, check *app.AuthCheck) (int64, *dbsqlc.IdempotencyGetRow, error) {
 	if _, err := br.Exec(); err != nil {
 		return 0, nil, err
 	}
@@ -163,6 +182,11 @@ func readClaim(br pgx.BatchResults) (int64, *dbsqlc.IdempotencyGetRow, error) {
 	}
 	if _, err := br.Exec(); err != nil {
 		return 0, nil, err
+	}
+	if check != nil {
+		if err := settle(br, check); err != nil {
+			return 0, nil, err
+		}
 	}
 	var rec dbsqlc.IdempotencyGetRow
 	err = br.QueryRow().Scan(&rec.Fingerprint, &rec.State, &rec.ResponseStatus, &rec.ResponseHeaders, &rec.ResponseBody, &rec.Expired)

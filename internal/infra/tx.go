@@ -32,6 +32,7 @@ type Runner struct {
 	keys    KeyConfig
 	q       *dbsqlc.Queries
 	retries *prometheus.CounterVec
+	latch   *keyLatch
 }
 
 // NewRunner returns a transaction runner. Its metrics are registered on reg.
@@ -55,13 +56,22 @@ func NewRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, 
 	if reg != nil {
 		reg.MustRegister(r.retries)
 	}
+	r.latch = newKeyLatch(reg)
 	return r
+}
+
+// LatchKey implements app.KeyLatch: the requests of this process that carry
+// the same key wait for each other here, without a connection, for at most
+// IDEMPOTENCY_WAIT (see keyLatch).
+func (r *Runner) LatchKey(ctx context.Context, k app.Key) (context.Context, func(), error) {
+	return r.latch.acquire(ctx, k, r.keys.Wait)
 }
 
 // InTx runs fn in one transaction and commits it. On a serialization failure
 // or deadlock, at any statement or at commit, it rolls back and runs the WHOLE
 // function again, reads included, after a jittered exponential backoff, at
-// most MaxAttempts times. Each retry is logged and counted. The rollback
+// most MaxAttempts times. Each retry is logged and counted, and re-reads the
+// request's authorization (app.AuthCheck.Recheck). The rollback
 // survives a cancelled request context, so a connection is never returned to
 // the pool in the middle of a transaction.
 func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
@@ -90,6 +100,9 @@ func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx contex
 			return ctx.Err()
 		case <-t.C:
 		}
+		// The next attempt reads again whether the caller may act: the
+		// token check rides in front of its first statement (ADR 0011).
+		app.AuthCheckOf(ctx).Recheck()
 	}
 }
 

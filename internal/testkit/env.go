@@ -60,6 +60,10 @@ type Options struct {
 	MaxConns int32
 	// LockTimeout is DB_LOCK_TIMEOUT, the pool's lock_timeout (default 3s).
 	LockTimeout time.Duration
+	// NoKeyLatch turns the in-process key latch off: duplicates of a
+	// request then meet in the database, on the key's row, as they do when
+	// they reach different replicas. For tests of the database claim.
+	NoKeyLatch bool
 	// DatabaseURL, when set, is used instead of a fresh database.
 	DatabaseURL string
 }
@@ -105,8 +109,11 @@ func New(t testing.TB, opts ...Options) *Env {
 		TTL: o.KeyTTL, Wait: o.KeyWait, LockTimeout: lockTimeout,
 	})
 	var tx app.Transactor = runner
+	if o.NoKeyLatch {
+		tx = withoutKeyLatch{runner}
+	}
 	if o.Wrap != nil {
-		tx = o.Wrap(runner)
+		tx = o.Wrap(tx)
 	}
 	uc := app.New(tx)
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc}))
@@ -312,3 +319,6 @@ func Metric(t testing.TB, reg *prometheus.Registry, name string, labels ...strin
 	}
 	return sum
 }
+
+// withoutKeyLatch is a transactor without the app.KeyLatch capability.
+type withoutKeyLatch struct{ app.Transactor }

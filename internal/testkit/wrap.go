@@ -40,6 +40,15 @@ func (o Override) InTx(ctx context.Context, iso app.Isolation, fn func(ctx conte
 	})
 }
 
+// LatchKey forwards to the inner transactor's in-process key latch, when it
+// has one, so that a wrapped service waits for keys as the real one does.
+func (o Override) LatchKey(ctx context.Context, k app.Key) (context.Context, func(), error) {
+	if l, ok := o.Inner.(app.KeyLatch); ok {
+		return l.LatchKey(ctx, k)
+	}
+	return ctx, func() {}, nil
+}
+
 // Read returns the overridden repositories outside a transaction.
 func (o Override) Read() app.Tx { return o.bind(o.Inner.Read()) }
 
