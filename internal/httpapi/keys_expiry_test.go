@@ -161,13 +161,15 @@ func reclaimRace(t *testing.T, e *testkit.Env, h *hold, patience time.Duration) 
 // when they reach different replicas.
 func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 	t.Parallel()
-	// replays: DB_LOCK_TIMEOUT 300 ms, IDEMPOTENCY_WAIT 5 s; the original
-	// is held until the duplicate has waited three DB_LOCK_TIMEOUTs.
+	// replays: DB_LOCK_TIMEOUT 1.5 s, IDEMPOTENCY_WAIT 6 s; the original
+	// is held until the duplicate has waited two DB_LOCK_TIMEOUTs. (The
+	// first request's own wait on the test's row lock is bounded by them
+	// too, so neither is made short.)
 	replays := func(t *testing.T, naive bool) []string {
-		const lockTimeout, keyWait = 300 * time.Millisecond, 5 * time.Second
+		const lockTimeout, keyWait = 1500 * time.Millisecond, 6 * time.Second
 		h := newHold(t)
 		e := testkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
-		a, b, id := reclaimRace(t, e, h, 3*lockTimeout)
+		a, b, id := reclaimRace(t, e, h, 2*lockTimeout)
 		var broken []string
 		if a.Status != http.StatusCreated || replayed(a) {
 			broken = append(broken, fmt.Sprintf("the reclaiming request answered %d %s, want a fresh 201", a.Status, a.Body))
@@ -180,10 +182,10 @@ func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 		}
 		return broken
 	}
-	// inProgress: IDEMPOTENCY_WAIT 1.5 s, DB_LOCK_TIMEOUT 3 s; the original
+	// inProgress: IDEMPOTENCY_WAIT 2.5 s, DB_LOCK_TIMEOUT 5 s; the original
 	// is held until the duplicate has answered.
 	inProgress := func(t *testing.T, naive bool) []string {
-		const lockTimeout, keyWait = 3 * time.Second, 1500 * time.Millisecond
+		const lockTimeout, keyWait = 5 * time.Second, 2500 * time.Millisecond
 		h := newHold(t)
 		e := testkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
 		a, b, id := reclaimRace(t, e, h, time.Minute)
