@@ -60,19 +60,25 @@ func deactivate(t *testing.T, e *testkit.Env, id string) {
 // database, on the key's row; the actor is deactivated; the original is
 // released. The original, in flight before the deactivation, completes; the
 // retry, which waited across it, is refused with 401 and replays nothing.
-// The naive variant reads the authorization once, before the wait, and is
-// shown to replay the 201 to the deactivated actor.
+// The same when the retry's wait (IDEMPOTENCY_WAIT, 2 s) runs out while the
+// original is still held: 401, not 409 idempotency_in_progress. The naive
+// variant reads the authorization once, before the wait, and is shown to
+// replay the 201 (or answer the 409) to the deactivated actor.
 func TestDeactivationRefusesRequestWaitingOnKey(t *testing.T) {
 	t.Parallel()
-	run := func(t *testing.T, otherReplica, naive bool) []string {
+	run := func(t *testing.T, otherReplica, pastWait, naive bool) []string {
 		var wrap func(app.Transactor) app.Transactor
 		if naive {
 			wrap = naiveAuthOnce
 		}
-		e := testkit.New(t, testkit.Options{Wrap: wrap})
+		keyWait := 10 * time.Second
+		if pastWait {
+			keyWait = 2 * time.Second
+		}
+		e := testkit.New(t, testkit.Options{Wrap: wrap, KeyWait: keyWait})
 		dupEnv := e // the replica the retry is sent to
 		if otherReplica {
-			dupEnv = testkit.New(t, testkit.Options{DatabaseURL: e.URL, Wrap: wrap})
+			dupEnv = testkit.New(t, testkit.Options{DatabaseURL: e.URL, Wrap: wrap, KeyWait: keyWait})
 		}
 		clerk := e.NewActor("staff", 0)
 		id := e.NewProduct(100, 10)
@@ -103,8 +109,15 @@ func TestDeactivationRefusesRequestWaitingOnKey(t *testing.T) {
 			}
 		}
 		deactivate(t, e, clerk.ID)
+		var retry *testkit.Response
+		if pastWait {
+			retry = <-dup // the original is still held
+		}
 		stop.Release()
-		orig, retry := <-first, <-dup
+		orig := <-first
+		if !pastWait {
+			retry = <-dup
+		}
 		var broken []string
 		if orig.Status != http.StatusCreated {
 			broken = append(broken, fmt.Sprintf("the original, in flight before the deactivation, answered %d %s, want 201", orig.Status, orig.Body))
@@ -119,20 +132,25 @@ func TestDeactivationRefusesRequestWaitingOnKey(t *testing.T) {
 		return broken
 	}
 	for _, c := range []struct {
-		name  string
-		other bool
-	}{{"in the key latch", false}, {"on another replica, in the database", true}} {
+		name        string
+		other, past bool
+	}{
+		{"in the key latch", false, false},
+		{"on another replica, in the database", true, false},
+		{"in the key latch, past the wait", false, true},
+		{"on another replica, in the database, past the wait", true, true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			t.Run("guarded", func(t *testing.T) {
 				t.Parallel()
-				for _, b := range run(t, c.other, false) {
+				for _, b := range run(t, c.other, c.past, false) {
 					t.Error(b)
 				}
 			})
 			t.Run("naive authorization read once is caught", func(t *testing.T) {
 				t.Parallel()
-				broken := run(t, c.other, true)
+				broken := run(t, c.other, c.past, true)
 				if len(broken) == 0 {
 					t.Fatal("the naive service refused the retry: the test cannot tell a re-read authorization from one read once")
 				}
