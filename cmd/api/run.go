@@ -36,6 +36,8 @@ commands:
                                 create an actor and print {"actor_id","token"}
   outbox dead                   list dead outbox events, one JSON object a line
   outbox requeue ID|--all       make dead outbox events deliverable again
+  check                         report every stale derived value (e.g. a balance that
+                                differs from its orders), one line each; exit 1 if any
   seed                          create demo actors and products, print tokens
   healthcheck                   exit 0 when the local server is ready (for images without curl)
 
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return actorCreate(ctx, args[2:], getenv, stdout)
 	case "outbox":
 		return outbox(ctx, args[1:], getenv, stdout)
+	case "check":
+		return check(ctx, args[1:], getenv, stdout)
 	case "seed":
 		return seed(ctx, getenv, stdout)
 	case "healthcheck":

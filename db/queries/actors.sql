@@ -13,13 +13,42 @@ SELECT * FROM actors WHERE id = @id;
 -- not FOR UPDATE: it still excludes every other placement of the customer,
 -- but not the KEY SHARE locks that foreign-key checks take (the idempotency
 -- record and the order both reference the actor), which FOR UPDATE would
--- turn into deadlocks.
-SELECT credit_limit_cents, active FROM actors WHERE id = @id FOR NO KEY UPDATE;
+-- turn into deadlocks. The balance read here is current until COMMIT: every
+-- write that moves it needs this row.
+SELECT credit_limit_cents, balance_cents, active FROM actors WHERE id = @id FOR NO KEY UPDATE;
 
--- name: ActorOutstandingCents :one
-SELECT COALESCE(sum(total_cents - paid_cents), 0)::bigint AS outstanding
-FROM orders
-WHERE customer_id = @customer_id AND status IN ('placed', 'shipped');
+-- name: ActorChargeBalance :execrows
+-- Placement adds the order's total to the customer's outstanding balance in
+-- one guarded atomic statement (pattern 2): the new value is computed by the
+-- row, never in the application, and the guard refuses to pass the credit
+-- limit. Placement holds the row lock already, so the guard agrees with the
+-- check made on the locked row; no row means over the limit.
+UPDATE actors
+SET balance_cents = balance_cents + @amount_cents::bigint
+WHERE id = @id AND balance_cents + @amount_cents::bigint <= credit_limit_cents;
+
+-- name: ActorReleaseBalance :execrows
+-- A payment takes its amount off the balance, a cancellation what the order
+-- still owed (pattern 2). The guard and CHECK (balance_cents >= 0) refuse to
+-- go below zero, which only a balance that differs from its orders could
+-- ask for; no row means that, and `api check` finds it. The limit is not
+-- looked at: a limit lowered below the balance blocks new orders only.
+UPDATE actors
+SET balance_cents = balance_cents - @amount_cents::bigint
+WHERE id = @id AND balance_cents - @amount_cents::bigint >= 0;
+
+-- name: ActorBalanceMismatches :many
+-- `api check`: every actor whose maintained balance differs from the sum
+-- over their orders, in one statement (one snapshot, so no write can fall
+-- between the two sides). It reads every order, by design.
+SELECT a.id, a.balance_cents, COALESCE(o.owed, 0)::bigint AS owed_cents
+FROM actors a
+LEFT JOIN (SELECT customer_id, sum(total_cents - paid_cents) AS owed
+           FROM orders
+           WHERE status IN ('placed', 'shipped')
+           GROUP BY customer_id) o ON o.customer_id = a.id
+WHERE a.balance_cents <> COALESCE(o.owed, 0)
+ORDER BY a.id;
 
 -- name: ActorCountOtherActiveStaff :one
 SELECT count(*) FROM actors

@@ -16,9 +16,10 @@ import (
 // outstanding balance never exceeds their credit limit.
 //
 // Mechanism, in one READ COMMITTED transaction with no network inside it:
-//  1. Lock the customer's actor row FOR UPDATE. The credit limit is a write
-//     skew across the customer's orders (each placement reads the sum, then
-//     adds a row); the row lock serializes that customer's placements.
+//  1. Lock the customer's actor row FOR NO KEY UPDATE and read its credit
+//     state: the limit and the maintained outstanding balance. Every write
+//     that moves the balance needs this row, so the balance read stays
+//     current until COMMIT, and the customer's placements serialize here.
 //  2. Lock every stock row of the order in product id order (SELECT … ORDER
 //     BY product_id FOR NO KEY UPDATE OF stock_levels, pattern 3). One global
 //     lock order, customer then stock rows by product id, means that orders
@@ -27,16 +28,19 @@ import (
 //     the price taken is the one committed when that statement runs, and a
 //     price edit (UpdateProduct) neither waits for a placement nor makes one
 //     wait, since the two aggregates share no lock.
-//  3. Read the customer's outstanding balance, under those locks. Check every
-//     line against the locked stock; one short line rejects the whole order
-//     and takes nothing. Then check the credit limit.
-//  4. Decrement stock, insert the order and its lines, append order.placed
-//     to the outbox, and store the idempotency record. CHECK (stock >= 0) is
-//     the last line of defence.
+//  3. Check every line against the locked stock; one short line rejects the
+//     whole order and takes nothing. Then check balance + total against the
+//     limit. Nothing sums the customer's orders: the cost does not grow
+//     with their history.
+//  4. Add the total to the balance (a guarded atomic statement, pattern 2,
+//     that refuses to pass the limit), decrement stock, insert the order
+//     and its lines, append order.placed to the outbox, and store the
+//     idempotency record. CHECK (stock >= 0) and CHECK (balance_cents >= 0)
+//     are the last line of defence.
 //
-// Steps 1 to 3's statements go to the server in one round trip and step 4's
-// in another when the Tx pipelines them (PlacementStore); the statements and
-// their order are the same either way.
+// Steps 1 and 2's statements go to the server in one round trip and step
+// 4's in another when the Tx pipelines them (PlacementStore); the statements
+// and their order are the same either way.
 //
 // Codes: forbidden (not a customer), validation_failed (unknown product),
 // insufficient_stock, credit_limit_exceeded, and the key codes.
@@ -65,7 +69,7 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 		if err != nil {
 			return nil, err
 		}
-		if !locked.Active {
+		if !locked.Credit.Active {
 			return nil, ErrUnauthenticated
 		}
 		byID := make(map[uuid.UUID]StockRow, len(locked.Rows))
@@ -100,9 +104,8 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 		if err != nil {
 			return nil, err
 		}
-		if owed := locked.Outstanding; owed+order.Total() > locked.Limit {
-			return nil, domain.Errorf(domain.CodeCreditLimitExceeded,
-				"order total %d cents plus outstanding %d cents exceeds the credit limit of %d cents", order.Total(), owed, locked.Limit)
+		if err := locked.Credit.CheckOrder(order.Total()); err != nil {
+			return nil, err
 		}
 		placed, err := store.WritePlacement(ctx, order, take)
 		if err != nil {
@@ -128,22 +131,25 @@ func placementStore(tx Tx) PlacementStore {
 type stepwisePlacement struct{ tx Tx }
 
 func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (PlacementLocks, error) {
-	limit, active, err := s.tx.Actors().LockForOrder(ctx, customer)
-	if err != nil || !active {
-		return PlacementLocks{Limit: limit, Active: active}, err
+	credit, err := s.tx.Actors().LockForOrder(ctx, customer)
+	if err != nil || !credit.Active {
+		return PlacementLocks{Credit: credit}, err
 	}
 	rows, err := s.tx.Stock().LockForUpdate(ctx, ids)
 	if err != nil {
 		return PlacementLocks{}, err
 	}
-	owed, err := s.tx.Actors().Outstanding(ctx, customer)
-	if err != nil {
-		return PlacementLocks{}, err
-	}
-	return PlacementLocks{Limit: limit, Active: active, Rows: rows, Outstanding: owed}, nil
+	return PlacementLocks{Credit: credit, Rows: rows}, nil
 }
 
 func (s stepwisePlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+	ok, err := s.tx.Actors().ChargeBalance(ctx, o.CustomerID(), o.Total())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrCreditRefused
+	}
 	if err := s.tx.Stock().AddStock(ctx, take); err != nil {
 		return nil, err
 	}
@@ -190,14 +196,19 @@ func (q Orders) List(ctx context.Context, p Principal, page Page) ([]*domain.Ord
 // TransitionOrder cancels or ships an order.
 //
 // Invariants: a shipped order is never cancelled, a cancelled order is never
-// shipped, and a cancelled order's stock returns exactly once. Mechanism:
+// shipped, a cancelled order's stock returns exactly once, and the customer's
+// balance stops counting a cancelled order exactly once. Mechanism:
 // optimistic concurrency driven by If-Match (pattern 4): the domain checks the
 // move on the order as read, and UPDATE … WHERE id = $1 AND version = $2
 // stores it only if nobody changed the order since. Of a concurrent cancel and
 // ship carrying the same ETag, exactly one matches the version; the other
-// updates zero rows and gets version_conflict. Cancel returns the stock in the
-// same transaction, after the guarded update succeeded, so it happens once;
-// it locks the stock rows in product id order like placement does. The
+// updates zero rows and gets version_conflict. Cancel then, in the same
+// transaction and so exactly once, takes what the order still owed (total -
+// paid of the row the guarded update returned) off the customer's balance
+// with a guarded atomic statement (pattern 2), and returns the stock, locking
+// the stock rows in product id order like placement does: order, then
+// customer, then stock rows. Ship moves nothing: a shipped order still
+// counts. The
 // order.cancelled or order.shipped event is appended in the same transaction.
 // Codes: forbidden
 // (a customer shipping), not_found (missing or another customer's order),
@@ -257,6 +268,9 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 			return nil, err
 		}
 		if cmd.Move == Cancel {
+			if err := tx.Actors().ReleaseBalance(ctx, updated.CustomerID(), updated.Outstanding()); err != nil {
+				return nil, err
+			}
 			ids := make([]uuid.UUID, 0, len(o.Lines()))
 			back := make(map[uuid.UUID]int64, len(o.Lines()))
 			for _, l := range o.Lines() {
@@ -285,11 +299,15 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 // RecordPayment records a payment against an order.
 //
 // Invariants: paid_cents never exceeds total_cents, a cancelled order takes no
-// payment, and a payment is counted once. Mechanism: one guarded atomic
-// increment (pattern 2), UPDATE … SET paid_cents = paid_cents + n WHERE
-// paid_cents + n <= total_cents AND status <> 'cancelled', backed by a CHECK
-// constraint; the required key makes a retried payment replay instead of
-// counting twice. payment.recorded is appended in the same transaction.
+// payment, a payment is counted once, and the customer's balance goes down by
+// exactly what was paid. Mechanism: one guarded atomic increment (pattern 2),
+// UPDATE … SET paid_cents = paid_cents + n WHERE paid_cents + n <= total_cents
+// AND status <> 'cancelled', backed by a CHECK constraint; then, in the same
+// transaction, UPDATE actors SET balance_cents = balance_cents - n (guarded,
+// pattern 2): concurrent payments and placements of one customer queue on
+// that row and none is lost. The required key makes a retried payment replay
+// instead of counting twice. payment.recorded is appended in the same
+// transaction.
 // Codes: not_found, invalid_transition, overpayment.
 type RecordPayment struct{ Tx Transactor }
 
@@ -331,6 +349,9 @@ func (h RecordPayment) Handle(ctx context.Context, cmd RecordPaymentCommand, cal
 				return PaymentRecorded{}, err
 			}
 			return PaymentRecorded{}, domain.Errorf(domain.CodeOverpayment, "payment of %d cents exceeds the remaining balance", cmd.Amount)
+		}
+		if err := tx.Actors().ReleaseBalance(ctx, updated.CustomerID(), cmd.Amount); err != nil {
+			return PaymentRecorded{}, err
 		}
 		if err := tx.Outbox().Append(ctx, Event{Type: EventPaymentRecorded, AggregateID: updated.ID(), Data: PaymentEventData{
 			OrderID: updated.ID(), CustomerID: updated.CustomerID(), AmountCents: int64(cmd.Amount),

@@ -82,20 +82,45 @@ type StockRepo interface {
 // stepwise path, built from those methods.
 type PlacementStore interface {
 	// LockForPlacement runs ActorRepo.LockForOrder (the customer's row lock
-	// first), StockRepo.LockForUpdate (the stock rows' locks, by product
-	// id, with the catalogue prices) and ActorRepo.Outstanding, in this order.
+	// first) and StockRepo.LockForUpdate (the stock rows' locks, by product
+	// id, with the catalogue prices), in this order.
 	LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (PlacementLocks, error)
-	// WritePlacement runs StockRepo.AddStock and OrderRepo.Insert, in this
-	// order, on the rows LockForPlacement locked.
+	// WritePlacement runs ActorRepo.ChargeBalance (the order's total onto
+	// the customer's balance), StockRepo.AddStock and OrderRepo.Insert, in
+	// this order, on the rows LockForPlacement locked. A refused charge is
+	// credit_limit_exceeded.
 	WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error)
 }
 
 // PlacementLocks is what placement reads under its locks.
 type PlacementLocks struct {
-	Limit       domain.Cents
-	Active      bool
-	Rows        []StockRow
-	Outstanding domain.Cents
+	Credit CreditState
+	Rows   []StockRow
+}
+
+// CreditState is a customer's credit as read under their row lock: the
+// limit, the maintained outstanding balance (the sum of total - paid over
+// their placed and shipped orders) and whether they may act.
+type CreditState struct {
+	Limit   domain.Cents
+	Balance domain.Cents
+	Active  bool
+}
+
+// ErrCreditRefused is what a placement gets when the guarded charge of its
+// total refuses to pass the credit limit. Under the customer's row lock the
+// check in CreditState.CheckOrder refuses first, with the figures.
+var ErrCreditRefused = domain.Errorf(domain.CodeCreditLimitExceeded, "the order total exceeds the customer's remaining credit")
+
+// CheckOrder refuses an order whose total would take the balance past the
+// limit. A limit lowered below the balance refuses every new order and
+// nothing else.
+func (c CreditState) CheckOrder(total domain.Cents) error {
+	if c.Balance+total > c.Limit {
+		return domain.Errorf(domain.CodeCreditLimitExceeded,
+			"order total %d cents plus outstanding %d cents exceeds the credit limit of %d cents", total, c.Balance, c.Limit)
+	}
+	return nil
 }
 
 // StockRow is a locked stock level and its product's catalogue price.
@@ -123,10 +148,16 @@ type OrderRepo interface {
 type ActorRepo interface {
 	Insert(ctx context.Context, a domain.Actor, tokenHash []byte) (domain.Actor, error)
 	Get(ctx context.Context, id uuid.UUID) (domain.Actor, error)
-	// LockForOrder locks the customer's row and returns its credit limit and
-	// whether it is active.
-	LockForOrder(ctx context.Context, id uuid.UUID) (limit domain.Cents, active bool, err error)
-	Outstanding(ctx context.Context, customer uuid.UUID) (domain.Cents, error)
+	// LockForOrder locks the customer's row and returns its credit state.
+	LockForOrder(ctx context.Context, id uuid.UUID) (CreditState, error)
+	// ChargeBalance adds amount to the customer's balance in one guarded
+	// statement that refuses to pass the credit limit; it reports false
+	// when the guard refused.
+	ChargeBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) (bool, error)
+	// ReleaseBalance takes amount off the customer's balance in one guarded
+	// statement that refuses to go below zero; a refusal is an error, since
+	// only a balance that differs from its orders can cause it.
+	ReleaseBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) error
 	CountOtherActiveStaff(ctx context.Context, id uuid.UUID) (int64, error)
 	Deactivate(ctx context.Context, id uuid.UUID) (domain.Actor, error)
 	ByTokenHash(ctx context.Context, hash []byte) (Principal, error)

@@ -35,6 +35,7 @@ func orderBody(product string, qty int) string {
 func TestClientDisconnectThenRetryYieldsOneOrder(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)
+	e.CheckAtEnd()
 	customer := e.NewActor("customer", 1_000_000_000)
 	product := e.NewProduct(100, 100_000)
 	addr := strings.TrimPrefix(e.Server.URL, "http://")
@@ -164,6 +165,12 @@ func TestSIGKILLUnderLoadLosesNothingHalfDone(t *testing.T) {
 	if orders != records {
 		t.Errorf("%d orders but %d idempotency records: an order without its key, or a key without its order", orders, records)
 	}
+	// The operator's command agrees: no balance differs from its orders.
+	check := exec.Command(bin, "check")
+	check.Env = append(os.Environ(), env...)
+	if out, err := check.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("api check after the kill: %v\n%s", err, out)
+	}
 }
 
 // TestDatabaseOutageAnswers503ThenRecovers: the connection to PostgreSQL is
@@ -175,6 +182,7 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 	url := testkit.DB(t)
 	proxy := testkit.NewProxy(t, testkit.HostPort(t, url))
 	e := testkit.New(t, testkit.Options{DatabaseURL: proxy.Via(url)})
+	e.CheckAtEnd()
 	customer := e.NewActor("customer", 1_000_000)
 	product := e.NewProduct(100, 1000)
 	if r := e.Do("POST", "/v1/orders", customer.Token, orderBody(product, 1), "Idempotency-Key", "before"); r.Status != http.StatusCreated {

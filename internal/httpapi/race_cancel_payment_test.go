@@ -95,7 +95,9 @@ func TestRaceCancelVsFirstPayment(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range checkCancelVsFirstPayment(t, testkit.New(t)) {
+		e := testkit.New(t)
+		e.CheckAtEnd()
+		for _, b := range checkCancelVsFirstPayment(t, e) {
 			t.Error(b)
 		}
 	})

@@ -47,7 +47,9 @@ func (m meet) arm(t *testing.T, e *testkit.Env) (done func()) {
 func raceTest(t *testing.T, check func(t *testing.T, e *testkit.Env, m meet) []string, guarded meet, naive func(t *testing.T) (*testkit.Env, meet)) {
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range check(t, testkit.New(t), guarded) {
+		e := testkit.New(t)
+		e.CheckAtEnd()
+		for _, b := range check(t, e, guarded) {
 			t.Error(b)
 		}
 	})
@@ -153,8 +155,13 @@ type naivePlacement struct {
 	// lineOrder takes each line's stock with its own UPDATE, in the order of
 	// the request's lines instead of one global order.
 	lineOrder bool
+	// naiveCharge writes back the balance it computed from its read (the
+	// balance read with the credit check, plus the total) instead of the
+	// guarded ActorChargeBalance, after the order is written.
+	naiveCharge bool
 
-	read []app.StockRow
+	read   []app.StockRow
+	credit app.CreditState
 }
 
 func withNaivePlacement(t *testing.T, n naivePlacement, opts ...testkit.Options) *testkit.Env {
@@ -177,11 +184,10 @@ func (n *naivePlacement) LockForPlacement(ctx context.Context, customer uuid.UUI
 	var out app.PlacementLocks
 	var err error
 	if n.lockActor {
-		out.Limit, out.Active, err = n.tx.Actors().LockForOrder(ctx, customer)
+		out.Credit, err = n.tx.Actors().LockForOrder(ctx, customer)
 	} else {
-		var limit int64
-		err = db.QueryRow(ctx, `SELECT credit_limit_cents, active FROM actors WHERE id = $1`, customer).Scan(&limit, &out.Active)
-		out.Limit = domain.Cents(limit)
+		err = db.QueryRow(ctx, `SELECT credit_limit_cents, balance_cents, active FROM actors WHERE id = $1`, customer).
+			Scan(&out.Credit.Limit, &out.Credit.Balance, &out.Credit.Active)
 	}
 	if err != nil {
 		return out, err
@@ -200,14 +206,24 @@ func (n *naivePlacement) LockForPlacement(ctx context.Context, customer uuid.UUI
 	if err != nil {
 		return out, err
 	}
-	n.read = out.Rows
-	out.Outstanding, err = n.tx.Actors().Outstanding(ctx, customer)
-	return out, err
+	n.read, n.credit = out.Rows, out.Credit
+	return out, nil
 }
 
 func (n *naivePlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
 	db := testkit.Conn(n.tx)
 	switch {
+	case n.naiveCharge:
+		if err := n.tx.Stock().AddStock(ctx, take); err != nil {
+			return nil, err
+		}
+		placed, err := n.tx.Orders().Insert(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		_, err = db.Exec(ctx, "-- name: NaiveChargeBalance\nUPDATE actors SET balance_cents = $2 WHERE id = $1",
+			o.CustomerID(), int64(n.credit.Balance+o.Total()))
+		return placed, err
 	case n.lostUpdate:
 		placed, err := n.real.WritePlacement(ctx, o, nil) // the order and its lines, no stock
 		if err != nil {
@@ -317,22 +333,26 @@ func checkCreditLimit(t *testing.T, e *testkit.Env, m meet) []string {
 	done()
 	ok := count(statuses, http.StatusCreated)
 	owed := e.QueryInt(`SELECT coalesce(sum(total_cents - paid_cents), 0) FROM orders WHERE customer_id = $1 AND status <> 'cancelled'`, customer.ID)
-	t.Logf("attempts %d, successes %d, outstanding %d of limit 1000", n, ok, owed)
+	balance := e.QueryInt(`SELECT balance_cents FROM actors WHERE id = $1`, customer.ID)
+	t.Logf("attempts %d, successes %d, outstanding %d (balance %d) of limit 1000", n, ok, owed, balance)
 	var broken []string
 	if ok != 1 || owed > 1000 {
 		broken = append(broken, fmt.Sprintf("%d orders of 600 accepted under a limit of 1000 (outstanding %d)", ok, owed))
+	}
+	if balance != owed {
+		broken = append(broken, fmt.Sprintf("balance %d but the orders owe %d", balance, owed))
 	}
 	return append(broken, found.list...)
 }
 
 // TestRaceCreditLimit: guarded, the first placement is held with the
 // customer's row lock until 7 others wait on it; the naive placement reads
-// the customer without locking it, and 8 placements meet after summing the
-// outstanding balance.
+// the customer's balance without locking the row, 8 placements meet after
+// that read, and each writes back the balance it computed.
 func TestRaceCreditLimit(t *testing.T) {
 	t.Parallel()
 	raceTest(t, checkCreditLimit, betweenReadAndWrite(8), func(t *testing.T) (*testkit.Env, meet) {
-		return withNaivePlacement(t, naivePlacement{lockProducts: true}), betweenReadAndWrite(8)
+		return withNaivePlacement(t, naivePlacement{lockProducts: true, naiveCharge: true}), betweenReadAndWrite(8)
 	})
 }
 

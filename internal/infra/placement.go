@@ -13,9 +13,9 @@ import (
 )
 
 // The store pipelines order placement (app.PlacementStore): the statements
-// of ActorRepo.LockForOrder, StockRepo.LockForUpdate and
-// ActorRepo.Outstanding go out as one batch, those of StockRepo.AddStock
-// and OrderRepo.Insert as another. The server executes a batch's statements
+// of ActorRepo.LockForOrder and StockRepo.LockForUpdate go out as one
+// batch, those of ActorRepo.ChargeBalance, StockRepo.AddStock and
+// OrderRepo.Insert as another. The server executes a batch's statements
 // one after the other in the order queued and stops at the first error, so
 // the locks are taken in the same global order (customer, then stock rows by
 // product id) and every error is the one the stepwise calls would have
@@ -26,7 +26,6 @@ func (s *store) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.ActorLockForOrderSQL, customer)
 	b.Queue(dbsqlc.StockLockForUpdateSQL, ids)
-	b.Queue(dbsqlc.ActorOutstandingCentsSQL, customer)
 	br := s.db.SendBatch(ctx, b)
 	out, err := readPlacementLocks(br)
 	if err = firstErr(err, br.Close()); err != nil {
@@ -37,10 +36,11 @@ func (s *store) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []
 
 func readPlacementLocks(br pgx.BatchResults) (app.PlacementLocks, error) {
 	var out app.PlacementLocks
-	var limit, owed int64
-	if err := br.QueryRow().Scan(&limit, &out.Active); err != nil {
+	var credit dbsqlc.ActorLockForOrderRow
+	if err := br.QueryRow().Scan(&credit.CreditLimitCents, &credit.BalanceCents, &credit.Active); err != nil {
 		return out, err
 	}
+	out.Credit = toCreditState(credit)
 	rows, err := br.Query()
 	if err != nil {
 		return out, err
@@ -54,20 +54,14 @@ func readPlacementLocks(br pgx.BatchResults) (app.PlacementLocks, error) {
 		out.Rows = append(out.Rows, app.StockRow{ID: r.ProductID, Price: domain.Cents(r.PriceCents), Stock: r.Stock})
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
-	if err := br.QueryRow().Scan(&owed); err != nil {
-		return out, err
-	}
-	out.Limit, out.Outstanding = domain.Cents(limit), domain.Cents(owed)
-	return out, nil
+	return out, rows.Err()
 }
 
 func (s *store) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
 	stock := addStockParams(take)
 	lines := orderLinesParams(o)
 	b := &pgx.Batch{}
+	b.Queue(dbsqlc.ActorChargeBalanceSQL, int64(o.Total()), o.CustomerID())
 	b.Queue(dbsqlc.StockAddDeltasSQL, stock.Ids, stock.Deltas)
 	b.Queue(dbsqlc.OrderInsertSQL, o.ID(), o.CustomerID(), int64(o.Total()))
 	b.Queue(dbsqlc.OrderLinesInsertSQL, lines.OrderID, lines.LineNos, lines.ProductIds, lines.Quantities, lines.UnitPrices)
@@ -81,10 +75,17 @@ func (s *store) WritePlacement(ctx context.Context, o *domain.Order, take map[uu
 
 func readPlacementWrite(br pgx.BatchResults) (dbsqlc.Order, error) {
 	var row dbsqlc.Order
+	charged, err := br.Exec()
+	if err != nil {
+		return row, err
+	}
+	if charged.RowsAffected() != 1 {
+		return row, app.ErrCreditRefused
+	}
 	if _, err := br.Exec(); err != nil {
 		return row, err
 	}
-	err := br.QueryRow().Scan(&row.ID, &row.CustomerID, &row.Status, &row.TotalCents, &row.PaidCents,
+	err = br.QueryRow().Scan(&row.ID, &row.CustomerID, &row.Status, &row.TotalCents, &row.PaidCents,
 		&row.Version, &row.CreatedAt, &row.UpdatedAt)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {

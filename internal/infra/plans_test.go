@@ -18,7 +18,9 @@ import (
 )
 
 // seqScanAllowed lists the queries that may scan a whole table, and why.
-var seqScanAllowed = map[string]string{}
+var seqScanAllowed = map[string]string{
+	"ActorBalanceMismatches": "api check, an operator's command, compares every balance with all the orders by design",
+}
 
 // TestEveryQueryUsesAnIndex plans every sqlc query (read from the generated
 // code, so that no query can be added without being checked) against tables

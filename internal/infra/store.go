@@ -383,17 +383,40 @@ func (r actorRepo) Get(ctx context.Context, id uuid.UUID) (domain.Actor, error) 
 	return toActor(row)
 }
 
-func (r actorRepo) LockForOrder(ctx context.Context, id uuid.UUID) (domain.Cents, bool, error) {
+func (r actorRepo) LockForOrder(ctx context.Context, id uuid.UUID) (app.CreditState, error) {
 	row, err := r.q.ActorLockForOrder(ctx, r.db, id)
 	if err != nil {
-		return 0, false, translate(err)
+		return app.CreditState{}, translate(err)
 	}
-	return domain.Cents(row.CreditLimitCents), row.Active, nil
+	return toCreditState(row), nil
 }
 
-func (r actorRepo) Outstanding(ctx context.Context, customer uuid.UUID) (domain.Cents, error) {
-	v, err := r.q.ActorOutstandingCents(ctx, r.db, customer)
-	return domain.Cents(v), translate(err)
+func toCreditState(r dbsqlc.ActorLockForOrderRow) app.CreditState {
+	return app.CreditState{Limit: domain.Cents(r.CreditLimitCents), Balance: domain.Cents(r.BalanceCents), Active: r.Active}
+}
+
+func (r actorRepo) ChargeBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) (bool, error) {
+	n, err := r.q.ActorChargeBalance(ctx, r.db, dbsqlc.ActorChargeBalanceParams{ID: customer, AmountCents: int64(amount)})
+	return n == 1, translate(err)
+}
+
+func (r actorRepo) ReleaseBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) error {
+	n, err := r.q.ActorReleaseBalance(ctx, r.db, dbsqlc.ActorReleaseBalanceParams{ID: customer, AmountCents: int64(amount)})
+	if err != nil {
+		return translate(err)
+	}
+	return releaseRefused(customer, amount, n)
+}
+
+// releaseRefused turns a release that updated no row into an error: the
+// balance is smaller than what the customer's orders say they still owe,
+// so it differs from them. It is not the caller's doing; `api check` lists
+// every such balance.
+func releaseRefused(customer uuid.UUID, amount domain.Cents, rows int64) error {
+	if rows == 1 {
+		return nil
+	}
+	return fmt.Errorf("release %d cents from the balance of customer %s: the balance is missing or smaller, so it differs from the orders (run api check)", amount, customer)
 }
 
 func (r actorRepo) CountOtherActiveStaff(ctx context.Context, id uuid.UUID) (int64, error) {

@@ -322,3 +322,24 @@ func Metric(t testing.TB, reg *prometheus.Registry, name string, labels ...strin
 
 // withoutKeyLatch is a transactor without the app.KeyLatch capability.
 type withoutKeyLatch struct{ app.Transactor }
+
+// Check runs what `api check` runs (infra.Check) on the test's database and
+// fails the test with one line per finding: every maintained balance must
+// equal the sum over its orders.
+func (e *Env) Check() {
+	e.T.Helper()
+	findings, err := infra.Check(context.Background(), e.Pool)
+	if err != nil {
+		e.T.Fatalf("api check: %v", err)
+	}
+	for _, f := range findings {
+		e.T.Errorf("api check: %s", f)
+	}
+}
+
+// CheckAtEnd runs Check when the test ends, after everything it started has
+// finished: race and fault tests call it so that no derived value is left
+// stale by what they did.
+func (e *Env) CheckAtEnd() {
+	e.T.Cleanup(e.Check)
+}

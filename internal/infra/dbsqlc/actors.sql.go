@@ -11,6 +11,46 @@ import (
 	"github.com/google/uuid"
 )
 
+const actorBalanceMismatches = `-- name: ActorBalanceMismatches :many
+SELECT a.id, a.balance_cents, COALESCE(o.owed, 0)::bigint AS owed_cents
+FROM actors a
+LEFT JOIN (SELECT customer_id, sum(total_cents - paid_cents) AS owed
+           FROM orders
+           WHERE status IN ('placed', 'shipped')
+           GROUP BY customer_id) o ON o.customer_id = a.id
+WHERE a.balance_cents <> COALESCE(o.owed, 0)
+ORDER BY a.id
+`
+
+type ActorBalanceMismatchesRow struct {
+	ID           uuid.UUID
+	BalanceCents int64
+	OwedCents    int64
+}
+
+// `api check`: every actor whose maintained balance differs from the sum
+// over their orders, in one statement (one snapshot, so no write can fall
+// between the two sides). It reads every order, by design.
+func (q *Queries) ActorBalanceMismatches(ctx context.Context, db DBTX) ([]ActorBalanceMismatchesRow, error) {
+	rows, err := db.Query(ctx, actorBalanceMismatches)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActorBalanceMismatchesRow
+	for rows.Next() {
+		var i ActorBalanceMismatchesRow
+		if err := rows.Scan(&i.ID, &i.BalanceCents, &i.OwedCents); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const actorByTokenHash = `-- name: ActorByTokenHash :one
 SELECT a.id, a.role, a.active
 FROM api_tokens t JOIN actors a ON a.id = t.actor_id
@@ -30,6 +70,30 @@ func (q *Queries) ActorByTokenHash(ctx context.Context, db DBTX, tokenHash []byt
 	return i, err
 }
 
+const actorChargeBalance = `-- name: ActorChargeBalance :execrows
+UPDATE actors
+SET balance_cents = balance_cents + $1::bigint
+WHERE id = $2 AND balance_cents + $1::bigint <= credit_limit_cents
+`
+
+type ActorChargeBalanceParams struct {
+	AmountCents int64
+	ID          uuid.UUID
+}
+
+// Placement adds the order's total to the customer's outstanding balance in
+// one guarded atomic statement (pattern 2): the new value is computed by the
+// row, never in the application, and the guard refuses to pass the credit
+// limit. Placement holds the row lock already, so the guard agrees with the
+// check made on the locked row; no row means over the limit.
+func (q *Queries) ActorChargeBalance(ctx context.Context, db DBTX, arg ActorChargeBalanceParams) (int64, error) {
+	result, err := db.Exec(ctx, actorChargeBalance, arg.AmountCents, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const actorCountOtherActiveStaff = `-- name: ActorCountOtherActiveStaff :one
 SELECT count(*) FROM actors
 WHERE role = 'staff' AND active AND id <> $1
@@ -43,7 +107,7 @@ func (q *Queries) ActorCountOtherActiveStaff(ctx context.Context, db DBTX, id uu
 }
 
 const actorDeactivate = `-- name: ActorDeactivate :one
-UPDATE actors SET active = false WHERE id = $1 RETURNING id, name, role, credit_limit_cents, active, created_at
+UPDATE actors SET active = false WHERE id = $1 RETURNING id, name, role, credit_limit_cents, active, created_at, balance_cents
 `
 
 func (q *Queries) ActorDeactivate(ctx context.Context, db DBTX, id uuid.UUID) (Actor, error) {
@@ -56,12 +120,13 @@ func (q *Queries) ActorDeactivate(ctx context.Context, db DBTX, id uuid.UUID) (A
 		&i.CreditLimitCents,
 		&i.Active,
 		&i.CreatedAt,
+		&i.BalanceCents,
 	)
 	return i, err
 }
 
 const actorGet = `-- name: ActorGet :one
-SELECT id, name, role, credit_limit_cents, active, created_at FROM actors WHERE id = $1
+SELECT id, name, role, credit_limit_cents, active, created_at, balance_cents FROM actors WHERE id = $1
 `
 
 func (q *Queries) ActorGet(ctx context.Context, db DBTX, id uuid.UUID) (Actor, error) {
@@ -74,6 +139,7 @@ func (q *Queries) ActorGet(ctx context.Context, db DBTX, id uuid.UUID) (Actor, e
 		&i.CreditLimitCents,
 		&i.Active,
 		&i.CreatedAt,
+		&i.BalanceCents,
 	)
 	return i, err
 }
@@ -81,7 +147,7 @@ func (q *Queries) ActorGet(ctx context.Context, db DBTX, id uuid.UUID) (Actor, e
 const actorInsert = `-- name: ActorInsert :one
 INSERT INTO actors (id, name, role, credit_limit_cents)
 VALUES ($1, $2, $3, $4)
-RETURNING id, name, role, credit_limit_cents, active, created_at
+RETURNING id, name, role, credit_limit_cents, active, created_at, balance_cents
 `
 
 type ActorInsertParams struct {
@@ -106,16 +172,18 @@ func (q *Queries) ActorInsert(ctx context.Context, db DBTX, arg ActorInsertParam
 		&i.CreditLimitCents,
 		&i.Active,
 		&i.CreatedAt,
+		&i.BalanceCents,
 	)
 	return i, err
 }
 
 const actorLockForOrder = `-- name: ActorLockForOrder :one
-SELECT credit_limit_cents, active FROM actors WHERE id = $1 FOR NO KEY UPDATE
+SELECT credit_limit_cents, balance_cents, active FROM actors WHERE id = $1 FOR NO KEY UPDATE
 `
 
 type ActorLockForOrderRow struct {
 	CreditLimitCents int64
+	BalanceCents     int64
 	Active           bool
 }
 
@@ -125,25 +193,37 @@ type ActorLockForOrderRow struct {
 // not FOR UPDATE: it still excludes every other placement of the customer,
 // but not the KEY SHARE locks that foreign-key checks take (the idempotency
 // record and the order both reference the actor), which FOR UPDATE would
-// turn into deadlocks.
+// turn into deadlocks. The balance read here is current until COMMIT: every
+// write that moves it needs this row.
 func (q *Queries) ActorLockForOrder(ctx context.Context, db DBTX, id uuid.UUID) (ActorLockForOrderRow, error) {
 	row := db.QueryRow(ctx, actorLockForOrder, id)
 	var i ActorLockForOrderRow
-	err := row.Scan(&i.CreditLimitCents, &i.Active)
+	err := row.Scan(&i.CreditLimitCents, &i.BalanceCents, &i.Active)
 	return i, err
 }
 
-const actorOutstandingCents = `-- name: ActorOutstandingCents :one
-SELECT COALESCE(sum(total_cents - paid_cents), 0)::bigint AS outstanding
-FROM orders
-WHERE customer_id = $1 AND status IN ('placed', 'shipped')
+const actorReleaseBalance = `-- name: ActorReleaseBalance :execrows
+UPDATE actors
+SET balance_cents = balance_cents - $1::bigint
+WHERE id = $2 AND balance_cents - $1::bigint >= 0
 `
 
-func (q *Queries) ActorOutstandingCents(ctx context.Context, db DBTX, customerID uuid.UUID) (int64, error) {
-	row := db.QueryRow(ctx, actorOutstandingCents, customerID)
-	var outstanding int64
-	err := row.Scan(&outstanding)
-	return outstanding, err
+type ActorReleaseBalanceParams struct {
+	AmountCents int64
+	ID          uuid.UUID
+}
+
+// A payment takes its amount off the balance, a cancellation what the order
+// still owed (pattern 2). The guard and CHECK (balance_cents >= 0) refuse to
+// go below zero, which only a balance that differs from its orders could
+// ask for; no row means that, and `api check` finds it. The limit is not
+// looked at: a limit lowered below the balance blocks new orders only.
+func (q *Queries) ActorReleaseBalance(ctx context.Context, db DBTX, arg ActorReleaseBalanceParams) (int64, error) {
+	result, err := db.Exec(ctx, actorReleaseBalance, arg.AmountCents, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const tokenInsert = `-- name: TokenInsert :exec

@@ -18,6 +18,7 @@ type Actor struct {
 	CreditLimitCents int64
 	Active           bool
 	CreatedAt        time.Time
+	BalanceCents     int64
 }
 
 type ApiToken struct {

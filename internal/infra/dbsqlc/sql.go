@@ -8,7 +8,7 @@ package dbsqlc
 const (
 	ActorByTokenHashSQL          = actorByTokenHash
 	ActorLockForOrderSQL         = actorLockForOrder
-	ActorOutstandingCentsSQL     = actorOutstandingCents
+	ActorChargeBalanceSQL        = actorChargeBalance
 	IdempotencySetLockTimeoutSQL = idempotencySetLockTimeout
 	IdempotencyClaimSQL          = idempotencyClaim
 	IdempotencyGetSQL            = idempotencyGet
