@@ -18,15 +18,15 @@
 \set total 500 * (:q1 + :q2 + :q3)
 \set cust 900000 + :client_id
 BEGIN ISOLATION LEVEL READ COMMITTED;
-SELECT credit_limit_cents, active FROM actors WHERE id = bench_pid(:cust) FOR NO KEY UPDATE;
+SELECT credit_limit_cents, balance_cents, active FROM actors WHERE id = bench_pid(:cust) FOR NO KEY UPDATE;
 SELECT id, price_cents, stock
 FROM products
 WHERE id = ANY((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)])
 ORDER BY id
 FOR NO KEY UPDATE;
-SELECT COALESCE(sum(total_cents - paid_cents), 0)::bigint AS outstanding
-FROM orders
-WHERE customer_id = bench_pid(:cust) AND status IN ('placed', 'shipped');
+UPDATE actors
+SET balance_cents = balance_cents + :total::bigint
+WHERE id = bench_pid(:cust) AND balance_cents + :total::bigint <= credit_limit_cents;
 UPDATE products p
 SET stock      = p.stock + d.delta,
     version    = p.version + 1,

@@ -60,8 +60,10 @@ func Seed(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // Reset returns the database to the seeded state between runs: no orders,
-// no keys, every product at its initial stock; then vacuums and
-// checkpoints so that every run starts from the same physical state.
+// no keys, every product at its initial stock, every customer owing
+// nothing (their maintained balance follows the truncated orders); then
+// vacuums and checkpoints so that every run starts from the same physical
+// state.
 func Reset(ctx context.Context, conn *pgx.Conn) error {
 	var outbox bool
 	if err := conn.QueryRow(ctx, `SELECT to_regclass('outbox_events') IS NOT NULL`).Scan(&outbox); err != nil {
@@ -75,6 +77,7 @@ func Reset(ctx context.Context, conn *pgx.Conn) error {
 		`TRUNCATE ` + tables,
 		`UPDATE products p SET stock = b.stock, version = 1 FROM bench_initial_stock b
 		 WHERE b.product_id = p.id AND (p.stock <> b.stock OR p.version <> 1)`,
+		`UPDATE actors SET balance_cents = 0 WHERE balance_cents <> 0`,
 		`VACUUM ANALYZE products`,
 		`VACUUM ANALYZE actors`,
 		`CHECKPOINT`,
