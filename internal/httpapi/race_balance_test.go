@@ -18,15 +18,17 @@ import (
 // ---- the maintained balance never loses an update
 
 // checkBalanceUpdates: a customer owes 5,000 on five orders of 1,000. At one
-// moment, five payments of 300 (one per order) and five new orders of 600
+// moment, five payments of 300 (one per order) and five new orders of 700
 // race. Every request succeeds, and the maintained balance ends at exactly
-// what the orders owe: 5,000 - 5 × 300 + 5 × 600 = 6,500. In both runs the
+// what the orders owe: 5,000 - 5 × 300 + 5 × 700 = 7,000. In both runs the
 // payments are held just before they write the balance until all five are
 // there (stop), so their moves are concurrent with each other and with the
-// placements on every run.
+// placements on every run. With every read before every write, a naive run
+// loses four payments (+1,200) and any number of placements (-700 each);
+// 300 and 700 are chosen so that those can never cancel out.
 func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
 	found := &findings{}
-	const n, owedBefore, pay, orderTotal = 5, 1000, 300, 600
+	const n, owedBefore, pay, orderTotal = 5, 1000, 300, 700
 	customer := e.NewActor("customer", 1_000_000)
 	first := e.NewProduct(owedBefore, 1000)
 	later := e.NewProduct(orderTotal, 1000)
@@ -39,15 +41,21 @@ func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
 		orders[i] = res.String("id")
 	}
 	payments := e.Hooks.Stop(testkit.Before, stop)
+	raced, watched := make(chan struct{}), make(chan struct{})
 	go func() {
-		deadline := time.Now().Add(30 * time.Second)
-		for payments.Held() < n && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+		defer close(watched)
+		defer payments.Release()
+		deadline := time.After(30 * time.Second)
+		for payments.Held() < n {
+			select {
+			case <-raced:
+			case <-deadline:
+			case <-time.After(2 * time.Millisecond):
+				continue
+			}
+			found.add("only %d of %d payments were held together at %s", payments.Held(), n, stop)
+			return
 		}
-		if held := payments.Held(); held < n {
-			found.add("only %d of %d payments reached %s", held, n, stop)
-		}
-		payments.Release()
 	}()
 	statuses := make([]int, 2*n)
 	testkit.Race(2*n, func(i int) {
@@ -63,7 +71,8 @@ func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
 			found.add("request %d: %d %s", i, r.Status, r.Body)
 		}
 	})
-	payments.Release()
+	close(raced)
+	<-watched
 	want := int64(n*owedBefore - n*pay + n*orderTotal)
 	owed := e.QueryInt(`SELECT coalesce(sum(total_cents - paid_cents), 0) FROM orders WHERE customer_id = $1 AND status IN ('placed', 'shipped')`, customer.ID)
 	balance := e.QueryInt(`SELECT balance_cents FROM actors WHERE id = $1`, customer.ID)
