@@ -33,21 +33,22 @@ VALUES (bench_pid(:cust), 'placeOrder', 'pgb-' || :k, sha256(('pgb-' || :k)::byt
 ON CONFLICT (actor_id, operation, key) DO NOTHING;
 SELECT set_config('lock_timeout', '2000'::text, true);
 SELECT credit_limit_cents, balance_cents, active FROM actors WHERE id = bench_pid(:cust) FOR NO KEY UPDATE;
-SELECT id, price_cents, stock
-FROM products
-WHERE id = ANY((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)])
-ORDER BY id
-FOR NO KEY UPDATE;
+SELECT s.product_id, p.price_cents, s.stock
+FROM stock_levels s
+JOIN products p ON p.id = s.product_id
+WHERE s.product_id = ANY((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)])
+ORDER BY s.product_id
+FOR NO KEY UPDATE OF s;
 UPDATE actors
 SET balance_cents = balance_cents + :total::bigint
 WHERE id = bench_pid(:cust) AND balance_cents + :total::bigint <= credit_limit_cents;
-UPDATE products p
-SET stock      = p.stock + d.delta,
-    version    = p.version + 1,
+UPDATE stock_levels s
+SET stock      = s.stock + d.delta,
+    version    = s.version + 1,
     updated_at = now()
 FROM (SELECT unnest((ARRAY[bench_pid(:p1), bench_pid(:p2), bench_pid(:p3)])[1:(:n)]) AS id,
              unnest((ARRAY[:d1::bigint, :d2::bigint, :d3::bigint])[1:(:n)]) AS delta) AS d
-WHERE p.id = d.id;
+WHERE s.product_id = d.id;
 INSERT INTO orders (id, customer_id, status, total_cents)
 VALUES (bench_uuidv7(), bench_pid(:cust), 'placed', :total)
 RETURNING id AS oid, customer_id, status, total_cents, paid_cents, version, created_at, updated_at

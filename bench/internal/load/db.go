@@ -39,13 +39,14 @@ func Seed(ctx context.Context, conn *pgx.Conn) error {
 		          placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
 		          FROM 1 FOR 6), 'hex')::uuid $$`, nil},
 		{`CREATE TABLE bench_initial_stock (product_id uuid PRIMARY KEY, stock bigint NOT NULL)`, nil},
-		{`INSERT INTO products (id, sku, name, price_cents, stock)
-		  SELECT bench_pid(n), 'BENCH-' || n, 'Bench product ' || n, 100 + n % 900, $1::bigint
-		  FROM generate_series(1, $2::int) n
+		{`INSERT INTO products (id, sku, name, price_cents)
+		  SELECT bench_pid(n), 'BENCH-' || n, 'Bench product ' || n, 100 + n % 900
+		  FROM generate_series(1, $1::int) n
 		  UNION ALL
-		  SELECT bench_pid(n), 'HOT-' || n, 'Hot product ' || n, 500, $1::bigint
-		  FROM generate_series($3::int + 1, $3::int + 2) n`, []any{InitialStock, NProducts, HotBase}},
-		{`INSERT INTO bench_initial_stock SELECT id, stock FROM products`, nil},
+		  SELECT bench_pid(n), 'HOT-' || n, 'Hot product ' || n, 500
+		  FROM generate_series($2::int + 1, $2::int + 2) n`, []any{NProducts, HotBase}},
+		{`INSERT INTO stock_levels (product_id, stock) SELECT id, $1::bigint FROM products`, []any{InitialStock}},
+		{`INSERT INTO bench_initial_stock SELECT product_id, stock FROM stock_levels`, nil},
 		{`INSERT INTO actors (id, name, role, credit_limit_cents)
 		  SELECT bench_pid($1::int + c), 'pgbench customer ' || c, 'customer', 100000000000
 		  FROM generate_series(0, 255) c`, []any{PgbenchCustomerBase}},
@@ -60,7 +61,7 @@ func Seed(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // Reset returns the database to the seeded state between runs: no orders,
-// no keys, every product at its initial stock, every customer owing
+// no keys, every stock level at its initial stock, every customer owing
 // nothing (their maintained balance follows the truncated orders); then
 // vacuums and checkpoints so that every run starts from the same physical
 // state.
@@ -75,9 +76,10 @@ func Reset(ctx context.Context, conn *pgx.Conn) error {
 	}
 	for _, q := range []string{
 		`TRUNCATE ` + tables,
-		`UPDATE products p SET stock = b.stock, version = 1 FROM bench_initial_stock b
-		 WHERE b.product_id = p.id AND (p.stock <> b.stock OR p.version <> 1)`,
+		`UPDATE stock_levels s SET stock = b.stock, version = 1 FROM bench_initial_stock b
+		 WHERE b.product_id = s.product_id AND (s.stock <> b.stock OR s.version <> 1)`,
 		`UPDATE actors SET balance_cents = 0 WHERE balance_cents <> 0`,
+		`VACUUM ANALYZE stock_levels`,
 		`VACUUM ANALYZE products`,
 		`VACUUM ANALYZE actors`,
 		`CHECKPOINT`,
@@ -126,14 +128,14 @@ SELECT
   (SELECT count(DISTINCT o.id) FROM idempotency_keys k
      JOIN orders o ON o.id = (convert_from(k.response_body, 'UTF8')::jsonb ->> 'id')::uuid
     WHERE k.operation = 'placeOrder' AND k.state = 'completed'),
-  (SELECT count(*) FROM products p
-     JOIN bench_initial_stock b ON b.product_id = p.id
+  (SELECT count(*) FROM stock_levels p
+     JOIN bench_initial_stock b ON b.product_id = p.product_id
      LEFT JOIN (SELECT l.product_id, sum(l.quantity) AS q
                   FROM order_lines l JOIN orders o ON o.id = l.order_id
                  WHERE o.status IN ('placed', 'shipped')
-                 GROUP BY l.product_id) s ON s.product_id = p.id
+                 GROUP BY l.product_id) s ON s.product_id = p.product_id
     WHERE b.stock - p.stock <> coalesce(s.q, 0)),
-  (SELECT count(*) FROM products WHERE stock < 0)`).Scan(
+  (SELECT count(*) FROM stock_levels WHERE stock < 0)`).Scan(
 		&v.Orders, &v.CompletedKeys, &v.InProgressKeys, &v.KeysNamingOrder, &v.StockMismatches, &v.NegativeStock)
 	if err != nil {
 		return v, fmt.Errorf("check invariants: %w", err)
