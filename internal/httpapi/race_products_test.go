@@ -4,10 +4,12 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -295,4 +297,119 @@ func (s singleVersionStock) Adjust(ctx context.Context, actorID uuid.UUID, adj d
 		return nil, err
 	}
 	return level, bumpProductVersions(ctx, s.db, map[uuid.UUID]int64{adj.ProductID: adj.Delta})
+}
+
+// ---- a catalogue edit and a placement never wait for each other
+
+// editAndSaleDoNotWait holds a placement with its transaction open right
+// after the statement named holdSale (its locks taken) and sends a price
+// edit; then holds an edit after its UPDATE (the product row locked, the new
+// price uncommitted) and places an order. Neither may wait for the other: a
+// write that needed the other's lock could not finish while the other is
+// held, and would end in 503 after the pool's lock_timeout. Each order takes
+// the price committed when its placement read it.
+func editAndSaleDoNotWait(t *testing.T, e *testkit.Env, holdSale string) []string {
+	var broken []string
+	product := e.NewProduct(1000, 10)
+	customer := e.NewActor("customer", 1_000_000)
+	place := func(key string) <-chan *testkit.Response {
+		out := make(chan *testkit.Response, 1)
+		go func() { out <- placeOrder(e, customer.Token, key, product, 1) }()
+		return out
+	}
+	edit := func(price int64, etag string) <-chan *testkit.Response {
+		out := make(chan *testkit.Response, 1)
+		go func() {
+			out <- e.Do("PATCH", "/v1/products/"+product, e.Staff.Token, map[string]any{"price_cents": price}, "If-Match", etag)
+		}()
+		return out
+	}
+	unitPrice := func(r *testkit.Response) int64 {
+		var o struct {
+			Lines []struct {
+				UnitPriceCents int64 `json:"unit_price_cents"`
+			} `json:"lines"`
+		}
+		if err := json.Unmarshal(r.Body, &o); err != nil || len(o.Lines) != 1 {
+			t.Fatalf("order body %s: %v", r.Body, err)
+		}
+		return o.Lines[0].UnitPriceCents
+	}
+
+	// A placement holds its locks; an edit comes in.
+	sale := e.Hooks.StopFirst(testkit.After, holdSale, 1)
+	sold := place("held-sale")
+	sale.WaitArrived(t, 15*time.Second)
+	edited := <-edit(1100, `"v1"`)
+	if edited.Status != http.StatusOK {
+		broken = append(broken, fmt.Sprintf("price edit while a placement held its locks: %d %s", edited.Status, edited.Body))
+	}
+	sale.Release()
+	if r := <-sold; r.Status != http.StatusCreated {
+		broken = append(broken, fmt.Sprintf("held placement: %d %s", r.Status, r.Body))
+	} else if p := unitPrice(r); p != 1000 {
+		broken = append(broken, fmt.Sprintf("held placement took %d cents, want 1000, the price when it read it", p))
+	}
+
+	// An edit holds the product row; a placement comes in.
+	update := e.Hooks.StopFirst(testkit.After, "ProductUpdate", 1)
+	etag := e.Do("GET", "/v1/products/"+product, e.Staff.Token, nil).Header.Get("ETag")
+	editing := edit(1200, etag)
+	update.WaitArrived(t, 15*time.Second)
+	r := <-place("during-edit")
+	if r.Status != http.StatusCreated {
+		broken = append(broken, fmt.Sprintf("placement while an edit held the product row: %d %s", r.Status, r.Body))
+	} else if p := unitPrice(r); p != 1100 && edited.Status == http.StatusOK {
+		broken = append(broken, fmt.Sprintf("placement during an uncommitted edit took %d cents, want 1100, the committed price", p))
+	}
+	update.Release()
+	if r := <-editing; r.Status != http.StatusOK {
+		broken = append(broken, fmt.Sprintf("held edit: %d %s", r.Status, r.Body))
+	}
+	return broken
+}
+
+// TestCatalogueEditAndPlacementNeverWait: placement locks stock rows only
+// and reads the price without a lock, so a PATCH never waits for a
+// placement and a placement never waits for a PATCH (ADR 0006). The naive
+// variant also locks the product rows, as placement did when stock lived in
+// them: each then waits for the other until lock_timeout.
+func TestCatalogueEditAndPlacementNeverWait(t *testing.T) {
+	t.Parallel()
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		for _, b := range editAndSaleDoNotWait(t, testkit.New(t), "StockLockForUpdate") {
+			t.Error(b)
+		}
+	})
+	t.Run("naive product lock is caught", func(t *testing.T) {
+		t.Parallel()
+		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return testkit.Override{Inner: inner, Placement: func(tx app.Tx) app.PlacementStore {
+				return productLockingPlacement{PlacementStore: tx.(app.PlacementStore), db: testkit.Conn(tx)}
+			}}
+		}})
+		broken := editAndSaleDoNotWait(t, e, "NaiveLockProducts")
+		if len(broken) == 0 {
+			t.Fatal("the naive variant kept the invariant: the test cannot tell a stock lock from a product lock")
+		}
+		t.Logf("naive variant broke the invariant as expected: %v", broken)
+	})
+}
+
+// productLockingPlacement runs the real placement and also locks the
+// product rows in id order, as placement did when the stock was a column of
+// products.
+type productLockingPlacement struct {
+	app.PlacementStore
+	db dbsqlc.DBTX
+}
+
+func (p productLockingPlacement) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
+	locks, err := p.PlacementStore.LockForPlacement(ctx, customer, ids)
+	if err != nil {
+		return locks, err
+	}
+	_, err = p.db.Exec(ctx, "-- name: NaiveLockProducts\nSELECT id FROM products WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE", ids)
+	return locks, err
 }
