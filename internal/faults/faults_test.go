@@ -57,8 +57,9 @@ func TestClientDisconnectThenRetryYieldsOneOrder(t *testing.T) {
 			t.Fatalf("retry of %s: %d %s", key, res.Status, res.Body)
 		}
 	}
-	// Let any handler still running for a dropped connection finish.
-	time.Sleep(200 * time.Millisecond)
+	// Wait for every handler, those of the dropped connections included:
+	// Close returns once all outstanding requests have completed.
+	e.Server.Close()
 	orders := e.QueryInt(`SELECT count(*) FROM orders WHERE customer_id = $1`, customer.ID)
 	records := e.QueryInt(`SELECT count(*) FROM idempotency_keys WHERE actor_id = $1`, customer.ID)
 	sold := e.QueryInt(`SELECT 100000 - stock FROM stock_levels WHERE product_id = $1`, product)
