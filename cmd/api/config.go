@@ -44,9 +44,9 @@ type config struct {
 	// example 127.0.0.1:6060). Off by default: profiles expose internals.
 	PprofAddr string
 	// BenchDisableIdempotency is for benchmarks ONLY (BENCH_DISABLE_IDEMPOTENCY=1):
-	// order placement still requires and validates the Idempotency-Key
-	// header but neither claims nor stores a record, so a retried request
-	// places a second order. It exists to measure what the keys cost and
+	// writes still require and validate the Idempotency-Key header but the
+	// key store keeps nothing (keyConfig), so a retried request runs again:
+	// a retried placement places a second order. It exists to measure what the keys cost and
 	// must never be set in a real deployment.
 	BenchDisableIdempotency bool
 }

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+)
 
 func TestBenchmarkSwitchesAreOffByDefault(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": "postgres://x@localhost/db"}
@@ -27,5 +32,21 @@ func TestBenchDisableIdempotencyParsing(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": "postgres://x@localhost/db", "BENCH_DISABLE_IDEMPOTENCY": "yes"}
 	if _, err := loadConfig(func(k string) string { return env[k] }, true); err == nil {
 		t.Error("BENCH_DISABLE_IDEMPOTENCY=yes was accepted; only 1/true/0/false are")
+	}
+}
+
+// TestBenchDisableIdempotencyWiresNoKeyStore: the benchmark switch lives in
+// the wiring, not in a handler: it replaces the key store with one that
+// keeps nothing, and without it the store is the database's.
+func TestBenchDisableIdempotencyWiresNoKeyStore(t *testing.T) {
+	if k := keyConfig(config{}); k.Store != nil {
+		t.Errorf("default key store %T, want the database's (nil)", k.Store)
+	}
+	k := keyConfig(config{BenchDisableIdempotency: true})
+	if _, ok := k.Store.(noKeys); !ok {
+		t.Fatalf("BENCH_DISABLE_IDEMPOTENCY=1: key store %T, want noKeys", k.Store)
+	}
+	if r, err := k.Store.Claim(context.Background(), app.Key{Value: "k"}); r != nil || err != nil {
+		t.Errorf("noKeys.Claim = %v, %v; want a new key", r, err)
 	}
 }

@@ -104,15 +104,32 @@ func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
 }
 
 func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) *infra.Runner {
-	return infra.NewRunner(pool, log, reg, infra.RetryPolicy{}, infra.KeyConfig{
-		TTL: c.IdempotencyTTL, Wait: c.IdempotencyWait, LockTimeout: c.DBLockTimeout,
-	})
+	return infra.NewRunner(pool, log, reg, infra.RetryPolicy{}, keyConfig(c))
 }
+
+// keyConfig is the idempotency store's configuration. The benchmark switch
+// BENCH_DISABLE_IDEMPOTENCY wires a key store that keeps nothing: the HTTP
+// layer and the use cases are unchanged (the header is still required and
+// validated, so every 400 of the contract stays), but no record is claimed
+// or stored, and a retry runs again.
+func keyConfig(c config) infra.KeyConfig {
+	k := infra.KeyConfig{TTL: c.IdempotencyTTL, Wait: c.IdempotencyWait, LockTimeout: c.DBLockTimeout}
+	if c.BenchDisableIdempotency {
+		k.Store = noKeys{}
+	}
+	return k
+}
+
+// noKeys is the key store of BENCH_DISABLE_IDEMPOTENCY (benchmarks only):
+// every key is new and nothing is kept.
+type noKeys struct{}
+
+func (noKeys) Claim(context.Context, app.Key) (*app.Receipt, error) { return nil, nil }
+func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil }
 
 // newHandler wires the use cases to the HTTP API.
 func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config) http.Handler {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx),
-		BenchDisableIdempotency: c.BenchDisableIdempotency})
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx)})
 }
 
 // serve runs the HTTP server until ctx ends, then drains in-flight requests
@@ -148,7 +165,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	}
 	log.Info("listening", "addr", ln.Addr().String())
 	if c.BenchDisableIdempotency {
-		log.Warn("BENCH_DISABLE_IDEMPOTENCY is set: order placement ignores Idempotency-Key, retries place duplicate orders; benchmarks only")
+		log.Warn("BENCH_DISABLE_IDEMPOTENCY is set: no idempotency record is kept, retries run again (duplicate orders); benchmarks only")
 	}
 	if c.PprofAddr != "" {
 		stopPprof, err := servePprof(c.PprofAddr, log)

@@ -35,7 +35,7 @@ type Authenticate struct {
 }
 
 // ErrUnauthenticated: the token is unknown or its actor is deactivated.
-var ErrUnauthenticated = domain.Errorf("unauthenticated", "a valid bearer token is required")
+var ErrUnauthenticated = domain.Errorf(domain.CodeUnauthenticated, "a valid bearer token is required")
 
 // Handle looks the token up by its hash. It returns the request's context,
 // which carries a pending AuthCheck when the actor came from the cache.

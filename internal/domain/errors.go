@@ -10,11 +10,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// Code is the stable, snake_case name of an outcome that a caller can cause
-// and switch on. The HTTP layer maps each code to one status.
+// Code is the stable, snake_case name of an outcome that a caller can see
+// and switch on. Every code the service answers with is declared here, once;
+// the HTTP layer gives each its one status (httpapi's statusOf is keyed by
+// Code), and a test checks that every code in Codes has a status and is
+// listed in the OpenAPI document.
 type Code string
 
-// The codes the domain produces.
+// The outcomes of the domain and its use cases.
 const (
 	CodeValidation          Code = "validation_failed"
 	CodeNotFound            Code = "not_found"
@@ -27,6 +30,31 @@ const (
 	CodeLastStaff           Code = "last_staff"
 	CodeForbidden           Code = "forbidden"
 )
+
+// The outcomes of a request that no use case decides: how it was sent, who
+// sent it, its idempotency key, the service's own state.
+const (
+	CodeMalformed            Code = "malformed_request"
+	CodeTooLarge             Code = "payload_too_large"
+	CodeUnauthenticated      Code = "unauthenticated"
+	CodeMethodNotAllowed     Code = "method_not_allowed"
+	CodePreconditionRequired Code = "precondition_required"
+	CodeKeyInvalid           Code = "invalid_idempotency_key"
+	CodeKeyRequired          Code = "idempotency_key_required"
+	CodeKeyReused            Code = "idempotency_key_reused"
+	CodeKeyInProgress        Code = "idempotency_in_progress"
+	CodeUnavailable          Code = "unavailable"
+	CodeInternal             Code = "internal"
+)
+
+// Codes lists every code above, for the checks that each is mapped to a
+// status and documented.
+var Codes = []Code{
+	CodeValidation, CodeNotFound, CodeVersionConflict, CodeSKUTaken, CodeInsufficientStock,
+	CodeCreditLimitExceeded, CodeInvalidTransition, CodeOverpayment, CodeLastStaff, CodeForbidden,
+	CodeMalformed, CodeTooLarge, CodeUnauthenticated, CodeMethodNotAllowed, CodePreconditionRequired,
+	CodeKeyInvalid, CodeKeyRequired, CodeKeyReused, CodeKeyInProgress, CodeUnavailable, CodeInternal,
+}
 
 // Error is a caller-caused outcome with a stable code and a message that is
 // safe to show to the caller.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
 // maxBody is the largest request body accepted.
@@ -38,27 +40,27 @@ var strictJSON = json.JoinOptions(
 // index of an array element ("lines[1].quantity"), and are 422; anything
 // unparsable or not strictly JSON is a malformed request (400). An empty body
 // is allowed only when allowEmpty (operations that take no input).
-func decode(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) *Problem {
+func decode(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return problem(codeTooLarge, fmt.Sprintf("the request body exceeds %d bytes", maxBody))
+			return domain.Errorf(domain.CodeTooLarge, "the request body exceeds %d bytes", maxBody)
 		}
-		return problem(codeMalformed, "the request body could not be read")
+		return domain.Errorf(domain.CodeMalformed, "the request body could not be read")
 	}
 	return decodeBytes(raw, dst, allowEmpty)
 }
 
 // decodeBytes is decode on a body already read: the part the fuzz target
 // drives.
-func decodeBytes(raw []byte, dst any, allowEmpty bool) *Problem {
+func decodeBytes(raw []byte, dst any, allowEmpty bool) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		if allowEmpty {
 			return nil
 		}
-		return problem(codeMalformed, "a JSON request body is required")
+		return domain.Errorf(domain.CodeMalformed, "a JSON request body is required")
 	}
 	err := json.Unmarshal(raw, dst, strictJSON)
 	if err == nil {
@@ -66,7 +68,7 @@ func decodeBytes(raw []byte, dst any, allowEmpty bool) *Problem {
 	}
 	var syn *jsontext.SyntacticError
 	if errors.As(err, &syn) && !errors.Is(syn.Err, jsontext.ErrDuplicateName) && oneValueThenMore(raw) {
-		return problem(codeMalformed, "the request body must hold a single JSON value")
+		return domain.Errorf(domain.CodeMalformed, "the request body must hold a single JSON value")
 	}
 	return decodeProblem(err, dst)
 }
@@ -85,18 +87,22 @@ func oneValueThenMore(raw []byte) bool {
 
 // decodeProblem turns a decoding error into the caller's problem. Names the
 // caller sent are quoted (and cut short), never interpreted.
-func decodeProblem(err error, dst any) *Problem {
+func decodeProblem(err error, dst any) error {
 	var syn *jsontext.SyntacticError
 	if errors.As(err, &syn) {
 		if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
-			return problem(codeMalformed, fmt.Sprintf("member %s appears twice in one object (at %s); name each member once",
-				quoteName(syn.JSONPointer.LastToken()), fieldPath(syn.JSONPointer.Parent())))
+			where := "the top-level object"
+			if at := fieldPath(syn.JSONPointer.Parent()); at != "" {
+				where = at
+			}
+			return domain.Errorf(domain.CodeMalformed, "member %s appears twice in %s; name each member once",
+				quoteName(syn.JSONPointer.LastToken()), where)
 		}
-		return problem(codeMalformed, "the request body is not valid JSON")
+		return domain.Errorf(domain.CodeMalformed, "the request body is not valid JSON")
 	}
 	var sem *json.SemanticError
 	if !errors.As(err, &sem) {
-		return problem(codeMalformed, "the request body is not valid JSON")
+		return domain.Errorf(domain.CodeMalformed, "the request body is not valid JSON")
 	}
 	if errors.Is(sem.Err, json.ErrUnknownName) {
 		name := sem.JSONPointer.LastToken()
@@ -104,15 +110,15 @@ func decodeProblem(err error, dst any) *Problem {
 		if known := caseMatch(dst, sem.JSONPointer); known != "" {
 			detail += fmt.Sprintf(": member names are case-sensitive, did you mean %q?", known)
 		}
-		return problem(codeMalformed, detail)
+		return &domain.Error{Code: domain.CodeMalformed, Detail: detail}
 	}
 	field := fieldPath(sem.JSONPointer)
 	if field == "" {
-		return problem(codeMalformed, "the request body must be a JSON object")
+		return domain.Errorf(domain.CodeMalformed, "the request body must be a JSON object")
 	}
-	p := problem("validation_failed", "the request breaks one or more field rules")
-	p.Errors = []fieldError{{Field: field, Message: "must be " + jsonKind(sem.GoType)}}
-	return p
+	var v domain.Validation
+	v.Add(field, "must be "+jsonKind(sem.GoType))
+	return v.Err()
 }
 
 // fieldPath writes a JSON Pointer as the field paths of validation errors:

@@ -37,8 +37,8 @@ func BenchmarkDecodePlacement(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var in placeOrderIn
-				if p := decodeBytes(body, &in, false); p != nil {
-					b.Fatal(p.Detail)
+				if err := decodeBytes(body, &in, false); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
 // TestDecode: bodies are judged by their content: one JSON object with known
@@ -20,9 +22,9 @@ func TestDecode(t *testing.T) {
 		name       string
 		body       string
 		allowEmpty bool
-		code       string   // "" when the body is accepted
-		fields     []string // for validation_failed
-		detail     string   // a substring of the detail
+		code       domain.Code // "" when the body is accepted
+		fields     []string    // for validation_failed
+		detail     string      // a substring of the detail
 	}{
 		{"object", `{"delta":1,"reason":"x"}`, false, "", nil, ""},
 		{"members reordered, spaced", " {\n\"reason\": \"x\" ,\t\"delta\" : -1 }\n ", false, "", nil, ""},
@@ -32,20 +34,20 @@ func TestDecode(t *testing.T) {
 		{"empty, allowed", ``, true, "", nil, ""},
 		{"blank, allowed", " \n\t", true, "", nil, ""},
 
-		{"one byte over 1 MiB", pad(maxBody + 1), false, codeTooLarge, nil, "1048576"},
-		{"empty", ``, false, codeMalformed, nil, "required"},
-		{"blank", "  \n", false, codeMalformed, nil, "required"},
-		{"unknown member", `{"delta":1,"colour":"red"}`, false, codeMalformed, nil, `"colour"`},
-		{"unknown member, empty allowed", `{"why":"x"}`, true, codeMalformed, nil, `"why"`},
-		{"form body", `delta=1&reason=x`, false, codeMalformed, nil, "not valid JSON"},
-		{"truncated", `{"delta":1,`, false, codeMalformed, nil, "not valid JSON"},
-		{"two values", `{"delta":1} {"delta":2}`, false, codeMalformed, nil, "single JSON value"},
-		{"trailing text", `{"delta":1}xyz`, false, codeMalformed, nil, "single JSON value"},
-		{"trailing bracket", `{"delta":1}]`, false, codeMalformed, nil, "single JSON value"},
-		{"array", `[{"delta":1}]`, false, codeMalformed, nil, "JSON object"},
-		{"string", `"delta"`, false, codeMalformed, nil, "JSON object"},
-		{"number", `42`, false, codeMalformed, nil, "JSON object"},
-		{"single quotes", `{'delta':1}`, false, codeMalformed, nil, "not valid JSON"},
+		{"one byte over 1 MiB", pad(maxBody + 1), false, domain.CodeTooLarge, nil, "1048576"},
+		{"empty", ``, false, domain.CodeMalformed, nil, "required"},
+		{"blank", "  \n", false, domain.CodeMalformed, nil, "required"},
+		{"unknown member", `{"delta":1,"colour":"red"}`, false, domain.CodeMalformed, nil, `"colour"`},
+		{"unknown member, empty allowed", `{"why":"x"}`, true, domain.CodeMalformed, nil, `"why"`},
+		{"form body", `delta=1&reason=x`, false, domain.CodeMalformed, nil, "not valid JSON"},
+		{"truncated", `{"delta":1,`, false, domain.CodeMalformed, nil, "not valid JSON"},
+		{"two values", `{"delta":1} {"delta":2}`, false, domain.CodeMalformed, nil, "single JSON value"},
+		{"trailing text", `{"delta":1}xyz`, false, domain.CodeMalformed, nil, "single JSON value"},
+		{"trailing bracket", `{"delta":1}]`, false, domain.CodeMalformed, nil, "single JSON value"},
+		{"array", `[{"delta":1}]`, false, domain.CodeMalformed, nil, "JSON object"},
+		{"string", `"delta"`, false, domain.CodeMalformed, nil, "JSON object"},
+		{"number", `42`, false, domain.CodeMalformed, nil, "JSON object"},
+		{"single quotes", `{'delta':1}`, false, domain.CodeMalformed, nil, "not valid JSON"},
 
 		{"string for integer", `{"delta":"1"}`, false, "validation_failed", []string{"delta"}, ""},
 		{"fraction for integer", `{"delta":1.5}`, false, "validation_failed", []string{"delta"}, ""},
@@ -54,20 +56,20 @@ func TestDecode(t *testing.T) {
 		{"object for string", `{"reason":{}}`, false, "validation_failed", []string{"reason"}, ""},
 
 		// Strict JSON (ADR 0010).
-		{"duplicate member", `{"delta":1,"delta":-1}`, false, codeMalformed, nil, `"delta" appears twice`},
-		{"duplicate spelled with an escape", `{"delta":1,"\u0064elta":-1}`, false, codeMalformed, nil, `"delta" appears twice`},
-		{"duplicate unknown members", `{"x":1,"x":2}`, false, codeMalformed, nil, `"x"`},
-		{"member in another case", `{"Delta":1}`, false, codeMalformed, nil, `did you mean "delta"`},
-		{"member in upper case", `{"REASON":"x"}`, false, codeMalformed, nil, `did you mean "reason"`},
-		{"invalid UTF-8 in a string", "{\"reason\":\"\xff\"}", false, codeMalformed, nil, "not valid JSON"},
-		{"invalid UTF-8 in a name", "{\"\xffdelta\":1}", false, codeMalformed, nil, "not valid JSON"},
+		{"duplicate member", `{"delta":1,"delta":-1}`, false, domain.CodeMalformed, nil, `"delta" appears twice in the top-level object`},
+		{"duplicate spelled with an escape", `{"delta":1,"\u0064elta":-1}`, false, domain.CodeMalformed, nil, `"delta" appears twice in the top-level object`},
+		{"duplicate unknown members", `{"x":1,"x":2}`, false, domain.CodeMalformed, nil, `"x"`},
+		{"member in another case", `{"Delta":1}`, false, domain.CodeMalformed, nil, `did you mean "delta"`},
+		{"member in upper case", `{"REASON":"x"}`, false, domain.CodeMalformed, nil, `did you mean "reason"`},
+		{"invalid UTF-8 in a string", "{\"reason\":\"\xff\"}", false, domain.CodeMalformed, nil, "not valid JSON"},
+		{"invalid UTF-8 in a name", "{\"\xffdelta\":1}", false, domain.CodeMalformed, nil, "not valid JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var dst adjustStockIn
 			req := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
-			p := decode(httptest.NewRecorder(), req, &dst, c.allowEmpty)
+			p := asProblem(decode(httptest.NewRecorder(), req, &dst, c.allowEmpty))
 			if c.code == "" {
 				if p != nil {
 					t.Fatalf("refused: %s %s", p.Code, p.Detail)
@@ -103,7 +105,7 @@ func TestDecodeNestedTypeError(t *testing.T) {
 	t.Parallel()
 	var dst placeOrderIn
 	req := httptest.NewRequest("POST", "/", strings.NewReader(`{"lines":[{"product_id":"a","quantity":1},{"product_id":"b","quantity":"x"}]}`))
-	p := decode(httptest.NewRecorder(), req, &dst, false)
+	p := asProblem(decode(httptest.NewRecorder(), req, &dst, false))
 	if p == nil || p.Code != "validation_failed" || len(p.Errors) != 1 || p.Errors[0].Field != "lines[1].quantity" {
 		t.Fatalf("problem %+v", p)
 	}

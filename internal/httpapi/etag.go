@@ -182,21 +182,21 @@ func quotedForm(bad string) string {
 	return `"` + core + `"`
 }
 
-// problem is the answer to a precondition that cannot let the write go on,
-// or nil when the use case decides (it compares the versions with the
-// current one under its guard).
-func (m ifMatch) problem() *Problem {
+// err is the refusal of a precondition that cannot let the write go on, or
+// nil when the use case decides (it compares the versions with the current
+// one under its guard).
+func (m ifMatch) err() error {
 	switch m.result {
 	case ifMatchMissing:
-		return problem(codePreconditionNeeded, "the If-Match header is missing: this write requires it, with the resource's current ETag")
+		return domain.Errorf(domain.CodePreconditionRequired, "the If-Match header is missing: this write requires it, with the resource's current ETag")
 	case ifMatchAny:
-		return problem(codePreconditionNeeded, `If-Match: * names no version: this write requires the resource's current ETag, e.g. If-Match: "v1"`)
+		return domain.Errorf(domain.CodePreconditionRequired, `If-Match: * names no version: this write requires the resource's current ETag, e.g. If-Match: "v1"`)
 	case ifMatchMalformed:
-		return problem(codeMalformed, "If-Match holds no entity tag; an ETag is sent with its double quotes: If-Match: "+quotedForm(m.bad))
+		return domain.Errorf(domain.CodeMalformed, "If-Match holds no entity tag; an ETag is sent with its double quotes: If-Match: %s", quotedForm(m.bad))
 	}
 	if len(m.versions) == 0 {
 		// Weak, stale-format or unknown tags: none can be current.
-		return problem(string(domain.CodeVersionConflict), "If-Match names no current version (weak tags never match a write); fetch the resource and retry with its ETag")
+		return domain.Errorf(domain.CodeVersionConflict, "If-Match names no current version (weak tags never match a write); fetch the resource and retry with its ETag")
 	}
 	return nil
 }

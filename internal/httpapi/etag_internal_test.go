@@ -85,24 +85,25 @@ func TestParseIfMatch(t *testing.T) {
 func TestIfMatchProblems(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		lines          []string
-		status         int
-		code, inDetail string
+		lines    []string
+		status   int
+		code     domain.Code
+		inDetail string
 	}{
-		{nil, 428, codePreconditionNeeded, "missing"},
-		{[]string{"*"}, 428, codePreconditionNeeded, "If-Match: * names no version"},
-		{[]string{"v3"}, 400, codeMalformed, `If-Match: "v3"`},
-		{[]string{`W/v12`}, 400, codeMalformed, `If-Match: "v12"`},
-		{[]string{"\"\x01"}, 400, codeMalformed, `If-Match: "v1"`},
-		{[]string{`W/"v3"`}, 409, string(domain.CodeVersionConflict), "weak"},
+		{nil, 428, domain.CodePreconditionRequired, "missing"},
+		{[]string{"*"}, 428, domain.CodePreconditionRequired, "If-Match: * names no version"},
+		{[]string{"v3"}, 400, domain.CodeMalformed, `If-Match: "v3"`},
+		{[]string{`W/v12`}, 400, domain.CodeMalformed, `If-Match: "v12"`},
+		{[]string{"\"\x01"}, 400, domain.CodeMalformed, `If-Match: "v1"`},
+		{[]string{`W/"v3"`}, 409, domain.CodeVersionConflict, "weak"},
 	}
 	for _, c := range cases {
-		p := parseIfMatch(c.lines).problem()
+		p := asProblem(parseIfMatch(c.lines).err())
 		if p == nil || p.Status != c.status || p.Code != c.code || !strings.Contains(p.Detail, c.inDetail) {
 			t.Errorf("If-Match %q: problem %+v, want %d %s with %q", c.lines, p, c.status, c.code, c.inDetail)
 		}
 	}
-	if p := parseIfMatch([]string{`W/"v1", "v2"`}).problem(); p != nil {
+	if p := asProblem(parseIfMatch([]string{`W/"v1", "v2"`}).err()); p != nil {
 		t.Errorf("a list with a strong version tag is left to the use case, got %+v", p)
 	}
 }

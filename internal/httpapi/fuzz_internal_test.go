@@ -72,7 +72,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, d := range requestDTOs {
 			dst := d.new()
-			p := decodeBytes(body, dst, d.allowEmpty)
+			p := asProblem(decodeBytes(body, dst, d.allowEmpty))
 			if p == nil {
 				if len(bytes.TrimSpace(body)) == 0 {
 					continue
@@ -88,8 +88,8 @@ func FuzzDecode(f *testing.F) {
 					t.Fatalf("%s: re-encode: %v", d.name, err)
 				}
 				second := d.new()
-				if p := decodeBytes(again, second, d.allowEmpty); p != nil {
-					t.Fatalf("%s: its own encoding %s is refused: %s", d.name, again, p.Detail)
+				if err := decodeBytes(again, second, d.allowEmpty); err != nil {
+					t.Fatalf("%s: its own encoding %s is refused: %v", d.name, again, err)
 				}
 				if !reflect.DeepEqual(dst, second) {
 					t.Fatalf("%s: round trip changed %#v into %#v", d.name, dst, second)
@@ -193,7 +193,7 @@ func FuzzIfMatch(f *testing.F) {
 		if m.result != ifMatchTags && len(m.versions) > 0 {
 			t.Fatalf("parseIfMatch(%q): result %d with versions %v", lines, m.result, m.versions)
 		}
-		p := m.problem()
+		p := asProblem(m.err())
 		switch {
 		case p == nil:
 			if m.result != ifMatchTags || len(m.versions) == 0 {
@@ -377,8 +377,9 @@ func FuzzProblemRendering(f *testing.F) {
 		f.Add(c, "a detail", "lines[0].quantity", "/v1/orders")
 	}
 	f.Add("malformed_request", "\xff\x00<script>", "\u2028", "/v1/\x00")
-	f.Fuzz(func(t *testing.T, code, detail, field, path string) {
+	f.Fuzz(func(t *testing.T, codeText, detail, field, path string) {
 		s := fuzzServer()
+		code := domain.Code(codeText)
 		p := problem(code, detail)
 		if field != "" {
 			p.Errors = []fieldError{{Field: field, Message: "must be fine"}}
@@ -403,10 +404,10 @@ func FuzzProblemRendering(f *testing.F) {
 			t.Fatalf("status line %d, body %v", rec.Code, got)
 		}
 		if _, known := statusOf[code]; !known {
-			if rec.Code != http.StatusInternalServerError || got["code"] != codeInternal {
+			if rec.Code != http.StatusInternalServerError || got["code"] != string(domain.CodeInternal) {
 				t.Fatalf("unknown code %q answered %d %v", code, rec.Code, got["code"])
 			}
-		} else if rec.Code != statusOf[code].status || got["code"] != code {
+		} else if rec.Code != statusOf[code].status || got["code"] != codeText {
 			t.Fatalf("code %q answered %d %v", code, rec.Code, got["code"])
 		}
 		if rec.Code == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
@@ -416,4 +417,12 @@ func FuzzProblemRendering(f *testing.F) {
 			t.Fatalf("Retry-After %q", rec.Header().Get("Retry-After"))
 		}
 	})
+}
+
+// asProblem is how the adapter would answer err (nil for no error).
+func asProblem(err error) *Problem {
+	if err == nil {
+		return nil
+	}
+	return problemFor(err)
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
 // keyRule says whether an operation needs an Idempotency-Key.
@@ -112,33 +114,38 @@ func canonicalParam(v string) string {
 	return v
 }
 
+// Refusals of the Idempotency-Key header.
+var (
+	errKeyInvalid  = domain.Errorf(domain.CodeKeyInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, bare or as a quoted string")
+	errKeyRequired = domain.Errorf(domain.CodeKeyRequired, "this operation requires an Idempotency-Key header")
+)
+
 // idempotencyKey validates the header for an operation and builds the scoped
-// key with its fingerprint. It returns nil (and no problem) when the key is
+// key with its fingerprint. It returns nil (and no error) when the key is
 // optional and absent.
-func idempotencyKey(r *http.Request, p app.Principal, operation string, rule keyRule, command any) (*app.Key, *Problem) {
+func idempotencyKey(r *http.Request, p app.Principal, operation string, rule keyRule, command any) (*app.Key, error) {
 	value, present, ok := parseKey(r.Header.Values("Idempotency-Key"))
 	if !ok {
-		return nil, problem(codeKeyInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, bare or as a quoted string")
+		return nil, errKeyInvalid
 	}
 	if !present {
 		if rule == keyRequired {
-			return nil, problem(codeKeyRequired, "this operation requires an Idempotency-Key header")
+			return nil, errKeyRequired
 		}
 		return nil, nil
 	}
 	fp, err := fingerprint(r, command)
 	if err != nil {
-		return nil, problem(codeInternal, "an internal error occurred")
+		return nil, fmt.Errorf("fingerprint: %w", err)
 	}
 	return &app.Key{ActorID: p.ID, Operation: operation, Value: value, Fingerprint: fp}, nil
 }
 
-// keyPresent answers 400 idempotency_key_required, before the body is read,
-// when an operation that requires a key was sent without one.
-func (s *Server) keyPresent(w http.ResponseWriter, r *http.Request) bool {
+// keyPresent refuses, before the body is read, an operation that requires a
+// key and was sent without one.
+func keyPresent(r *http.Request) error {
 	if _, present, _ := parseKey(r.Header.Values("Idempotency-Key")); !present {
-		s.writeProblem(w, r, problem(codeKeyRequired, "this operation requires an Idempotency-Key header"))
-		return false
+		return errKeyRequired
 	}
-	return true
+	return nil
 }

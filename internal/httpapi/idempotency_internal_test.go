@@ -79,8 +79,8 @@ func (f fpRequest) sum(t *testing.T) [32]byte {
 	r.MethodFunc(f.method, f.pattern, func(w http.ResponseWriter, req *http.Request) {
 		called = true
 		var in adjustStockIn
-		if p := decode(w, req, &in, false); p != nil {
-			t.Fatalf("decode %s: %s", f.body, p.Detail)
+		if err := decode(w, req, &in, false); err != nil {
+			t.Fatalf("decode %s: %v", f.body, err)
 		}
 		cmd := app.AdjustStockCommand{ProductID: uuid.MustParse(chi.URLParam(req, "id")), Delta: *in.Delta, Reason: *in.Reason}
 		sum, fpErr = fingerprint(req, cmd)

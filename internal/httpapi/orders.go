@@ -59,21 +59,19 @@ type orderLineIn struct {
 	Quantity  *int64  `json:"quantity"`
 }
 
-func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
+func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) error {
 	pr := principal(r)
-	if !s.keyPresent(w, r) {
-		return
+	if err := keyPresent(r); err != nil {
+		return err
 	}
 	var in placeOrderIn
-	if p := decode(w, r, &in, false); p != nil {
-		s.writeProblem(w, r, p)
-		return
+	if err := decode(w, r, &in, false); err != nil {
+		return err
 	}
 	var v domain.Validation
 	required(&v, "lines", in.Lines)
 	if err := v.Err(); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	ids := make([]string, len(*in.Lines))
 	qty := make([]int64, len(*in.Lines))
@@ -90,99 +88,81 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := v.Err(); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	lines, err := domain.ParseLineRequests(ids, qty)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	cmd := app.PlaceOrderCommand{Lines: lines}
-	var key *app.Key
-	var prob *Problem
-	if s.benchNoKeys {
-		// BENCHMARK ONLY (BENCH_DISABLE_IDEMPOTENCY): validate the header as
-		// the contract says, then place the order without a key record.
-		if _, _, ok := parseKey(r.Header.Values("Idempotency-Key")); !ok {
-			prob = problem(codeKeyInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, bare or as a quoted string")
-		}
-	} else {
-		key, prob = idempotencyKey(r, pr, "placeOrder", keyRequired, cmd)
-	}
-	if prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	key, err := idempotencyKey(r, pr, "placeOrder", keyRequired, cmd)
+	if err != nil {
+		return err
 	}
 	out, err := s.PlaceOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusCreated, true)})
-	s.respond(w, r, "placeOrder", out, err)
+	return s.respond(w, "placeOrder", out, err)
 }
 
-func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	o, err := s.Orders.Get(r.Context(), principal(r), id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if notModified(w, r, o.Version()) {
-		return
+		return nil
 	}
-	s.writeJSON(w, r, http.StatusOK, toOrderJSON(o))
+	return writeJSON(w, http.StatusOK, toOrderJSON(o))
 }
 
-func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
-	page, ok := s.page(w, r)
-	if !ok {
-		return
+func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageOf(r)
+	if err != nil {
+		return err
 	}
 	want := page.Limit
 	page.Limit++
 	os, err := s.Orders.List(r.Context(), principal(r), page)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, newList(os, want, (*domain.Order).ID, toOrderJSON))
+	return writeJSON(w, http.StatusOK, newList(os, want, (*domain.Order).ID, toOrderJSON))
 }
 
-func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) {
-	s.transition(w, r, app.Cancel, "cancelOrder")
+func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) error {
+	return s.transition(w, r, app.Cancel, "cancelOrder")
 }
 
-func (s *Server) shipOrder(w http.ResponseWriter, r *http.Request) {
-	s.transition(w, r, app.Ship, "shipOrder")
+func (s *Server) shipOrder(w http.ResponseWriter, r *http.Request) error {
+	return s.transition(w, r, app.Ship, "shipOrder")
 }
 
 // transition serves cancel and ship: no body, If-Match required, key accepted
 // and checked before the precondition.
-func (s *Server) transition(w http.ResponseWriter, r *http.Request, move app.Transition, operation string) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) transition(w http.ResponseWriter, r *http.Request, move app.Transition, operation string) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	var in struct{}
-	if p := decode(w, r, &in, true); p != nil {
-		s.writeProblem(w, r, p)
-		return
+	if err := decode(w, r, &in, true); err != nil {
+		return err
 	}
 	pr := principal(r)
 	pre := parseIfMatch(r.Header.Values("If-Match"))
 	cmd := app.TransitionOrderCommand{ID: id, Move: move, Expected: pre.versions}
-	key, prob := idempotencyKey(r, pr, operation, keyAccepted, cmd)
-	if prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	key, err := idempotencyKey(r, pr, operation, keyAccepted, cmd)
+	if err != nil {
+		return err
 	}
-	if prob := pre.problem(); prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	if err := pre.err(); err != nil {
+		return err
 	}
 	out, err := s.TransitionOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusOK, false)})
-	s.respond(w, r, operation, out, err)
+	return s.respond(w, operation, out, err)
 }
 
 type paymentIn struct {
@@ -195,42 +175,38 @@ type paymentJSON struct {
 	PaidCents   int64     `json:"paid_cents"`
 }
 
-func (s *Server) recordPayment(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) recordPayment(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	pr := principal(r)
-	if !s.keyPresent(w, r) {
-		return
+	if err := keyPresent(r); err != nil {
+		return err
 	}
 	var in paymentIn
-	if p := decode(w, r, &in, false); p != nil {
-		s.writeProblem(w, r, p)
-		return
+	if err := decode(w, r, &in, false); err != nil {
+		return err
 	}
 	var v domain.Validation
 	required(&v, "amount_cents", in.AmountCents)
 	if err := v.Err(); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	amount, err := domain.ParsePayment(*in.AmountCents)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	cmd := app.RecordPaymentCommand{OrderID: id, Amount: amount}
-	key, prob := idempotencyKey(r, pr, "recordPayment", keyRequired, cmd)
-	if prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	key, err := idempotencyKey(r, pr, "recordPayment", keyRequired, cmd)
+	if err != nil {
+		return err
 	}
 	out, err := s.RecordPayment.Handle(r.Context(), cmd, app.Call[app.PaymentRecorded]{Principal: pr, Key: key,
 		Render: func(p app.PaymentRecorded) (app.Receipt, error) {
 			return receipt(http.StatusCreated, paymentJSON{OrderID: p.OrderID, AmountCents: int64(p.Amount), PaidCents: int64(p.Paid)}, nil)
 		}})
-	s.respond(w, r, "recordPayment", out, err)
+	return s.respond(w, "recordPayment", out, err)
 }
 
 type actorJSON struct {
@@ -242,27 +218,25 @@ type actorJSON struct {
 	CreatedAt        time.Time `json:"created_at"`
 }
 
-func (s *Server) deactivateActor(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) deactivateActor(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	var in struct{}
-	if p := decode(w, r, &in, true); p != nil {
-		s.writeProblem(w, r, p)
-		return
+	if err := decode(w, r, &in, true); err != nil {
+		return err
 	}
 	pr := principal(r)
 	cmd := app.DeactivateActorCommand{ID: id}
-	key, prob := idempotencyKey(r, pr, "deactivateActor", keyAccepted, cmd)
-	if prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	key, err := idempotencyKey(r, pr, "deactivateActor", keyAccepted, cmd)
+	if err != nil {
+		return err
 	}
 	out, err := s.DeactivateActor.Handle(r.Context(), cmd, app.Call[domain.Actor]{Principal: pr, Key: key,
 		Render: func(a domain.Actor) (app.Receipt, error) {
 			return receipt(http.StatusOK, actorJSON{ID: a.ID, Name: a.Name, Role: a.Role.String(), Active: a.Active,
 				CreditLimitCents: int64(a.CreditLimitCents), CreatedAt: a.CreatedAt.UTC()}, nil)
 		}})
-	s.respond(w, r, "deactivateActor", out, err)
+	return s.respond(w, "deactivateActor", out, err)
 }

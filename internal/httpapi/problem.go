@@ -19,7 +19,7 @@ type Problem struct {
 	Title     string       `json:"title"`
 	Status    int          `json:"status"`
 	Detail    string       `json:"detail"`
-	Code      string       `json:"code"`
+	Code      domain.Code  `json:"code"`
 	Instance  string       `json:"instance,omitempty"`
 	RequestID string       `json:"request_id,omitempty"`
 	Errors    []fieldError `json:"errors,omitempty"`
@@ -32,57 +32,46 @@ type fieldError struct {
 	Message string `json:"message"`
 }
 
-// Codes produced by the HTTP layer itself.
-const (
-	codeMalformed          = "malformed_request"
-	codeTooLarge           = "payload_too_large"
-	codeUnauthenticated    = "unauthenticated"
-	codeMethodNotAllowed   = "method_not_allowed"
-	codePreconditionNeeded = "precondition_required"
-	codeKeyInvalid         = "invalid_idempotency_key"
-	codeKeyRequired        = "idempotency_key_required"
-	codeKeyReused          = "idempotency_key_reused"
-	codeKeyInProgress      = "idempotency_in_progress"
-	codeUnavailable        = "unavailable"
-	codeInternal           = "internal"
-)
-
-// statusOf gives each code its one status and title.
-var statusOf = map[string]struct {
+// statusOf gives each code its one status and title. It is keyed by the
+// code type, and TestEveryCodeHasAStatusAndIsDocumented checks that every
+// code in domain.Codes is here and in the OpenAPI document.
+var statusOf = map[domain.Code]struct {
 	status int
 	title  string
 }{
-	codeMalformed:                          {http.StatusBadRequest, "Malformed request"},
-	codeKeyInvalid:                         {http.StatusBadRequest, "Invalid idempotency key"},
-	codeKeyRequired:                        {http.StatusBadRequest, "Idempotency key required"},
-	codeUnauthenticated:                    {http.StatusUnauthorized, "Unauthenticated"},
-	string(domain.CodeForbidden):           {http.StatusForbidden, "Forbidden"},
-	string(domain.CodeNotFound):            {http.StatusNotFound, "Not found"},
-	codeMethodNotAllowed:                   {http.StatusMethodNotAllowed, "Method not allowed"},
-	string(domain.CodeVersionConflict):     {http.StatusConflict, "Version conflict"},
-	string(domain.CodeSKUTaken):            {http.StatusConflict, "SKU taken"},
-	string(domain.CodeInsufficientStock):   {http.StatusConflict, "Insufficient stock"},
-	string(domain.CodeInvalidTransition):   {http.StatusConflict, "Invalid transition"},
-	string(domain.CodeOverpayment):         {http.StatusConflict, "Overpayment"},
-	string(domain.CodeLastStaff):           {http.StatusConflict, "Last staff member"},
-	codeKeyInProgress:                      {http.StatusConflict, "Request in progress"},
-	codeTooLarge:                           {http.StatusRequestEntityTooLarge, "Payload too large"},
-	string(domain.CodeValidation):          {http.StatusUnprocessableEntity, "Validation failed"},
-	codeKeyReused:                          {http.StatusUnprocessableEntity, "Idempotency key reused"},
-	string(domain.CodeCreditLimitExceeded): {http.StatusUnprocessableEntity, "Credit limit exceeded"},
-	codePreconditionNeeded:                 {http.StatusPreconditionRequired, "Precondition required"},
-	codeInternal:                           {http.StatusInternalServerError, "Internal error"},
-	codeUnavailable:                        {http.StatusServiceUnavailable, "Service unavailable"},
+	domain.CodeMalformed:            {http.StatusBadRequest, "Malformed request"},
+	domain.CodeKeyInvalid:           {http.StatusBadRequest, "Invalid idempotency key"},
+	domain.CodeKeyRequired:          {http.StatusBadRequest, "Idempotency key required"},
+	domain.CodeUnauthenticated:      {http.StatusUnauthorized, "Unauthenticated"},
+	domain.CodeForbidden:            {http.StatusForbidden, "Forbidden"},
+	domain.CodeNotFound:             {http.StatusNotFound, "Not found"},
+	domain.CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
+	domain.CodeVersionConflict:      {http.StatusConflict, "Version conflict"},
+	domain.CodeSKUTaken:             {http.StatusConflict, "SKU taken"},
+	domain.CodeInsufficientStock:    {http.StatusConflict, "Insufficient stock"},
+	domain.CodeInvalidTransition:    {http.StatusConflict, "Invalid transition"},
+	domain.CodeOverpayment:          {http.StatusConflict, "Overpayment"},
+	domain.CodeLastStaff:            {http.StatusConflict, "Last staff member"},
+	domain.CodeKeyInProgress:        {http.StatusConflict, "Request in progress"},
+	domain.CodeTooLarge:             {http.StatusRequestEntityTooLarge, "Payload too large"},
+	domain.CodeValidation:           {http.StatusUnprocessableEntity, "Validation failed"},
+	domain.CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused"},
+	domain.CodeCreditLimitExceeded:  {http.StatusUnprocessableEntity, "Credit limit exceeded"},
+	domain.CodePreconditionRequired: {http.StatusPreconditionRequired, "Precondition required"},
+	domain.CodeInternal:             {http.StatusInternalServerError, "Internal error"},
+	domain.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
 }
 
-// problem builds a Problem for code with a caller-safe detail.
-func problem(code, detail string) *Problem {
+// problem builds a Problem for code with a caller-safe detail. A code with
+// no status (which TestEveryCodeHasAStatusAndIsDocumented rules out) would
+// be an internal error, never a guess.
+func problem(code domain.Code, detail string) *Problem {
 	s, ok := statusOf[code]
 	if !ok {
-		s = statusOf[codeInternal]
-		code = codeInternal
+		code, detail = domain.CodeInternal, "an internal error occurred"
+		s = statusOf[code]
 	}
-	return &Problem{Type: "urn:ordersvc:problem:" + code, Title: s.title, Status: s.status, Detail: detail, Code: code}
+	return &Problem{Type: "urn:ordersvc:problem:" + string(code), Title: s.title, Status: s.status, Detail: detail, Code: code}
 }
 
 // problemFor classifies err once. Caller-caused errors keep their safe
@@ -93,25 +82,25 @@ func problemFor(err error) *Problem {
 	var busy *app.KeyInProgressError
 	switch {
 	case errors.As(err, &stock):
-		return problem(string(domain.CodeInsufficientStock), stock.Error())
+		return problem(domain.CodeInsufficientStock, stock.Error())
 	case errors.As(err, &de):
-		p := problem(string(de.Code), de.Detail)
+		p := problem(de.Code, de.Detail)
 		for _, f := range de.Fields {
 			p.Errors = append(p.Errors, fieldError{Field: f.Field, Message: f.Message})
 		}
 		return p
 	case errors.As(err, &busy):
-		p := problem(codeKeyInProgress, "a request with this idempotency key is still in progress; retry later")
+		p := problem(domain.CodeKeyInProgress, "a request with this idempotency key is still in progress; retry later")
 		p.header = map[string]string{"Retry-After": strconv.Itoa(max(1, int(busy.RetryAfter.Seconds())))}
 		return p
 	case errors.Is(err, app.ErrKeyReused):
-		return problem(codeKeyReused, "this idempotency key was used with a different request")
+		return problem(domain.CodeKeyReused, "this idempotency key was used with a different request")
 	case errors.Is(err, app.ErrUnavailable):
-		p := problem(codeUnavailable, "the database is unavailable or busy; retry later")
+		p := problem(domain.CodeUnavailable, "the database is unavailable or busy; retry later")
 		p.header = map[string]string{"Retry-After": "1"}
 		return p
 	}
-	return problem(codeInternal, "an internal error occurred")
+	return problem(domain.CodeInternal, "an internal error occurred")
 }
 
 // writeError renders err as a problem. Internals are logged once, here, and
@@ -150,10 +139,10 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, p *Problem
 		h.Set("WWW-Authenticate", `Bearer realm="ordersvc"`)
 	}
 	switch p.Code {
-	case string(domain.CodeVersionConflict):
+	case domain.CodeVersionConflict:
 		s.metrics.versionConflicts.WithLabelValues(routeOf(r)).Inc()
-	case codeKeyReused, codeKeyInProgress:
-		s.metrics.keyConflicts.WithLabelValues(p.Code).Inc()
+	case domain.CodeKeyReused, domain.CodeKeyInProgress:
+		s.metrics.keyConflicts.WithLabelValues(string(p.Code)).Inc()
 	}
 	body, err := json.Marshal(p)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestProblemFor(t *testing.T) {
 		name       string
 		err        error
 		status     int
-		code       string
+		code       domain.Code
 		retryAfter string
 		detail     string // a substring the detail must hold; "" for no check
 	}{
@@ -70,7 +70,7 @@ func TestProblemFor(t *testing.T) {
 			if p.Status != c.status || p.Code != c.code {
 				t.Fatalf("problemFor = %d %s, want %d %s", p.Status, p.Code, c.status, c.code)
 			}
-			if p.Type != "urn:ordersvc:problem:"+c.code || p.Title == "" || p.Detail == "" {
+			if p.Type != "urn:ordersvc:problem:"+string(c.code) || p.Title == "" || p.Detail == "" {
 				t.Errorf("incomplete problem %+v", p)
 			}
 			if got := p.header["Retry-After"]; got != c.retryAfter {
@@ -89,9 +89,11 @@ func TestProblemFor(t *testing.T) {
 	}
 }
 
-// TestProblemCodesAreDocumented: the codes the server knows are exactly the
-// codes the OpenAPI document's ProblemCode enum lists.
-func TestProblemCodesAreDocumented(t *testing.T) {
+// TestEveryCodeHasAStatusAndIsDocumented: every code declared in
+// domain.Codes has a status here, the status map knows no other code, and
+// the OpenAPI document's ProblemCode enum lists exactly these codes. A code
+// added without a status would otherwise answer 500.
+func TestEveryCodeHasAStatusAndIsDocumented(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromData(openAPI)
 	if err != nil {
@@ -101,15 +103,23 @@ func TestProblemCodesAreDocumented(t *testing.T) {
 	if ref == nil || ref.Value == nil {
 		t.Fatal("no ProblemCode schema")
 	}
-	var documented []string
+	var documented []domain.Code
 	for _, v := range ref.Value.Enum {
-		documented = append(documented, v.(string))
+		documented = append(documented, domain.Code(v.(string)))
 	}
-	known := slices.Collect(maps.Keys(statusOf))
+	for _, c := range domain.Codes {
+		if s, ok := statusOf[c]; !ok || s.status < 400 || s.title == "" {
+			t.Errorf("code %s has no status", c)
+		}
+	}
+	mapped := slices.Sorted(maps.Keys(statusOf))
+	declared := slices.Sorted(slices.Values(domain.Codes))
 	slices.Sort(documented)
-	slices.Sort(known)
-	if !slices.Equal(documented, known) {
-		t.Errorf("ProblemCode enum %v\nserver codes    %v", documented, known)
+	if !slices.Equal(mapped, declared) {
+		t.Errorf("status map %v\ndeclared   %v", mapped, declared)
+	}
+	if !slices.Equal(documented, declared) {
+		t.Errorf("ProblemCode enum %v\ndeclared codes   %v", documented, declared)
 	}
 }
 
@@ -228,7 +238,7 @@ func TestEvery503CarriesRetryAfter(t *testing.T) {
 	answers["unavailable database"] = rec
 
 	rec = httptest.NewRecorder()
-	s.writeProblem(rec, httptest.NewRequest("GET", "/v1/products", nil), problem(codeUnavailable, "busy"))
+	s.writeProblem(rec, httptest.NewRequest("GET", "/v1/products", nil), problem(domain.CodeUnavailable, "busy"))
 	answers["direct problem"] = rec
 
 	for name, rec := range answers {

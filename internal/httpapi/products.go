@@ -43,63 +43,58 @@ type createProductIn struct {
 	Stock      *int64  `json:"stock"`
 }
 
-func (s *Server) createProduct(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createProduct(w http.ResponseWriter, r *http.Request) error {
 	var in createProductIn
-	if p := decode(w, r, &in, false); p != nil {
-		s.writeProblem(w, r, p)
-		return
+	if err := decode(w, r, &in, false); err != nil {
+		return err
 	}
 	var v domain.Validation
 	required(&v, "sku", in.SKU)
 	required(&v, "name", in.Name)
 	required(&v, "price_cents", in.PriceCents)
 	if err := v.Err(); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	cmd := app.CreateProductCommand{SKU: *in.SKU, Name: *in.Name, PriceCents: *in.PriceCents}
 	if in.Stock != nil {
 		cmd.Stock = *in.Stock
 	}
 	pr := principal(r)
-	key, prob := idempotencyKey(r, pr, "createProduct", keyAccepted, cmd)
-	if prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	key, err := idempotencyKey(r, pr, "createProduct", keyAccepted, cmd)
+	if err != nil {
+		return err
 	}
 	out, err := s.CreateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusCreated, true)})
-	s.respond(w, r, "createProduct", out, err)
+	return s.respond(w, "createProduct", out, err)
 }
 
-func (s *Server) getProduct(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) getProduct(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	p, err := s.Products.Get(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if notModified(w, r, p.Version()) {
-		return
+		return nil
 	}
-	s.writeJSON(w, r, http.StatusOK, toProductJSON(p))
+	return writeJSON(w, http.StatusOK, toProductJSON(p))
 }
 
-func (s *Server) listProducts(w http.ResponseWriter, r *http.Request) {
-	page, ok := s.page(w, r)
-	if !ok {
-		return
+func (s *Server) listProducts(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageOf(r)
+	if err != nil {
+		return err
 	}
 	want := page.Limit
 	page.Limit++
 	ps, err := s.Products.List(r.Context(), page)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, newList(ps, want, (*domain.Product).ID, toProductJSON))
+	return writeJSON(w, http.StatusOK, newList(ps, want, (*domain.Product).ID, toProductJSON))
 }
 
 type updateProductIn struct {
@@ -107,32 +102,29 @@ type updateProductIn struct {
 	PriceCents *int64  `json:"price_cents"`
 }
 
-func (s *Server) updateProduct(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) updateProduct(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	var in updateProductIn
-	if p := decode(w, r, &in, false); p != nil {
-		s.writeProblem(w, r, p)
-		return
+	if err := decode(w, r, &in, false); err != nil {
+		return err
 	}
 	pr := principal(r)
 	// The key is checked before the precondition, so that a retried PATCH
 	// whose first response was lost replays its 200 instead of a 409.
 	pre := parseIfMatch(r.Header.Values("If-Match"))
 	cmd := app.UpdateProductCommand{ID: id, Expected: pre.versions, Name: in.Name, PriceCents: in.PriceCents}
-	key, prob := idempotencyKey(r, pr, "updateProduct", keyAccepted, cmd)
-	if prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	key, err := idempotencyKey(r, pr, "updateProduct", keyAccepted, cmd)
+	if err != nil {
+		return err
 	}
-	if prob := pre.problem(); prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	if err := pre.err(); err != nil {
+		return err
 	}
 	out, err := s.UpdateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusOK, false)})
-	s.respond(w, r, "updateProduct", out, err)
+	return s.respond(w, "updateProduct", out, err)
 }
 
 type adjustStockIn struct {
@@ -147,32 +139,29 @@ type stockAdjustedJSON struct {
 	Stock     int64     `json:"stock"`
 }
 
-func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	pr := principal(r)
-	if !s.keyPresent(w, r) {
-		return
+	if err := keyPresent(r); err != nil {
+		return err
 	}
 	var in adjustStockIn
-	if p := decode(w, r, &in, false); p != nil {
-		s.writeProblem(w, r, p)
-		return
+	if err := decode(w, r, &in, false); err != nil {
+		return err
 	}
 	var v domain.Validation
 	required(&v, "delta", in.Delta)
 	required(&v, "reason", in.Reason)
 	if err := v.Err(); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	cmd := app.AdjustStockCommand{ProductID: id, Delta: *in.Delta, Reason: *in.Reason}
-	key, prob := idempotencyKey(r, pr, "adjustStock", keyRequired, cmd)
-	if prob != nil {
-		s.writeProblem(w, r, prob)
-		return
+	key, err := idempotencyKey(r, pr, "adjustStock", keyRequired, cmd)
+	if err != nil {
+		return err
 	}
 	out, err := s.AdjustStock.Handle(r.Context(), cmd, app.Call[app.StockAdjusted]{Principal: pr, Key: key,
 		Render: func(a app.StockAdjusted) (app.Receipt, error) {
@@ -180,7 +169,7 @@ func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) {
 				ProductID: a.Level.ProductID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Level.Stock(),
 			}, nil)
 		}})
-	s.respond(w, r, "adjustStock", out, err)
+	return s.respond(w, "adjustStock", out, err)
 }
 
 type stockLevelJSON struct {
@@ -196,35 +185,33 @@ func toStockLevelJSON(s *domain.StockLevel) stockLevelJSON {
 // getStock answers a product's stock level. Its ETag comes from the stock
 // level's own version, so caches revalidate with If-None-Match; no write on
 // stock takes If-Match.
-func (s *Server) getStock(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
+func (s *Server) getStock(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
 	}
 	level, err := s.Stock.Get(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if notModified(w, r, level.Version()) {
-		return
+		return nil
 	}
-	s.writeJSON(w, r, http.StatusOK, toStockLevelJSON(level))
+	return writeJSON(w, http.StatusOK, toStockLevelJSON(level))
 }
 
-func (s *Server) listStock(w http.ResponseWriter, r *http.Request) {
-	page, ok := s.page(w, r)
-	if !ok {
-		return
+func (s *Server) listStock(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageOf(r)
+	if err != nil {
+		return err
 	}
 	want := page.Limit
 	page.Limit++
 	levels, err := s.Stock.List(r.Context(), page)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, newList(levels, want, (*domain.StockLevel).ProductID, toStockLevelJSON))
+	return writeJSON(w, http.StatusOK, newList(levels, want, (*domain.StockLevel).ProductID, toStockLevelJSON))
 }
 
 // required records a missing required field.

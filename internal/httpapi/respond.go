@@ -34,11 +34,11 @@ func receipt(status int, body any, header map[string]string) (app.Receipt, error
 	return app.Receipt{Status: status, Header: h, Body: b}, nil
 }
 
-// respond writes a command's outcome, fresh or replayed, or its error.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, operation string, out app.Outcome, err error) {
+// respond writes a command's outcome, fresh or replayed, or hands its error
+// back to the adapter (routes.go) that renders every error.
+func (s *Server) respond(w http.ResponseWriter, operation string, out app.Outcome, err error) error {
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	h := w.Header()
 	for _, k := range replayableHeaders {
@@ -52,28 +52,31 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, operation strin
 	}
 	w.WriteHeader(out.Receipt.Status)
 	_, _ = w.Write(out.Receipt.Body)
+	return nil
 }
 
 // writeJSON writes a query's result.
-func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := marshal(v)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+	return nil
 }
 
+// errNoSuchResource answers a path that names nothing.
+var errNoSuchResource = domain.Errorf(domain.CodeNotFound, "no such resource")
+
 // pathID reads the {id} parameter. A malformed id names no resource: 404.
-func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
+func pathID(r *http.Request) (uuid.UUID, error) {
 	id, err := uuid.Parse(chi.URLParam(r, "id"))
 	if err != nil {
-		s.writeProblem(w, r, problem(string(domain.CodeNotFound), "no such resource"))
-		return uuid.Nil, false
+		return uuid.Nil, errNoSuchResource
 	}
-	return id, true
+	return id, nil
 }
 
 // notModified answers 304 when If-None-Match matches version v.
@@ -86,8 +89,8 @@ func notModified(w http.ResponseWriter, r *http.Request, v domain.Version) bool 
 	return false
 }
 
-// page reads ?limit= (1 to 100, default 20) and ?cursor=.
-func (s *Server) page(w http.ResponseWriter, r *http.Request) (app.Page, bool) {
+// pageOf reads ?limit= (1 to 100, default 20) and ?cursor=.
+func pageOf(r *http.Request) (app.Page, error) {
 	p := app.Page{Limit: 20}
 	var v domain.Validation
 	q := r.URL.Query()
@@ -106,11 +109,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) (app.Page, bool) {
 			p.Before = uuid.UUID(b)
 		}
 	}
-	if err := v.Err(); err != nil {
-		s.writeError(w, r, err)
-		return p, false
-	}
-	return p, true
+	return p, v.Err()
 }
 
 // list is the page envelope of every list endpoint.

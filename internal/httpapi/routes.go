@@ -4,18 +4,33 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
 )
+
+// handler is what every API handler is: it writes its response and returns
+// nil, or writes nothing and returns an error.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts a handler to net/http. It is the one place where an error a
+// handler returns becomes a response: writeError classifies it once, maps
+// its domain.Code to its status, logs internals and sends none.
+func (s *Server) handle(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+}
 
 // routes lists the whole API surface in one place.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(withRequestID, s.observe)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.writeProblem(w, r, problem("not_found", "no such resource"))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeProblem(w, r, problem(codeMethodNotAllowed, "method "+r.Method+" is not allowed here"))
-	})
+	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error { return errNoSuchResource }))
+	r.MethodNotAllowed(s.handle(func(_ http.ResponseWriter, r *http.Request) error {
+		return domain.Errorf(domain.CodeMethodNotAllowed, "method %s is not allowed here", r.Method)
+	}))
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
@@ -25,22 +40,22 @@ func (s *Server) routes() chi.Router {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 
-		r.Post("/products", s.createProduct)
-		r.Get("/products", s.listProducts)
-		r.Get("/products/{id}", s.getProduct)
-		r.Patch("/products/{id}", s.updateProduct)
-		r.Get("/products/{id}/stock", s.getStock)
-		r.Post("/products/{id}/stock-adjustments", s.adjustStock)
-		r.Get("/stock", s.listStock)
+		r.Post("/products", s.handle(s.createProduct))
+		r.Get("/products", s.handle(s.listProducts))
+		r.Get("/products/{id}", s.handle(s.getProduct))
+		r.Patch("/products/{id}", s.handle(s.updateProduct))
+		r.Get("/products/{id}/stock", s.handle(s.getStock))
+		r.Post("/products/{id}/stock-adjustments", s.handle(s.adjustStock))
+		r.Get("/stock", s.handle(s.listStock))
 
-		r.Post("/orders", s.placeOrder)
-		r.Get("/orders", s.listOrders)
-		r.Get("/orders/{id}", s.getOrder)
-		r.Post("/orders/{id}/cancel", s.cancelOrder)
-		r.Post("/orders/{id}/ship", s.shipOrder)
-		r.Post("/orders/{id}/payments", s.recordPayment)
+		r.Post("/orders", s.handle(s.placeOrder))
+		r.Get("/orders", s.handle(s.listOrders))
+		r.Get("/orders/{id}", s.handle(s.getOrder))
+		r.Post("/orders/{id}/cancel", s.handle(s.cancelOrder))
+		r.Post("/orders/{id}/ship", s.handle(s.shipOrder))
+		r.Post("/orders/{id}/payments", s.handle(s.recordPayment))
 
-		r.Post("/actors/{id}/deactivate", s.deactivateActor)
+		r.Post("/actors/{id}/deactivate", s.handle(s.deactivateActor))
 	})
 	return r
 }

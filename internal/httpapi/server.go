@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
 //go:embed openapi.yaml
@@ -31,13 +32,6 @@ type Deps struct {
 	Registry *prometheus.Registry
 	Ready    func(context.Context) error
 	App      app.UseCases
-
-	// BenchDisableIdempotency is for benchmarks ONLY: POST /v1/orders still
-	// requires and validates the Idempotency-Key header, so every 400 of the
-	// contract is unchanged, but no record is claimed or stored and no
-	// fingerprint is computed; a retry places a second order. It measures
-	// what the keys cost (BENCH_DISABLE_IDEMPOTENCY, off by default).
-	BenchDisableIdempotency bool
 }
 
 // Server is the HTTP API.
@@ -48,14 +42,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	router  chi.Router
-
-	benchNoKeys bool
 }
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
-	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
-		benchNoKeys: d.BenchDisableIdempotency}
+	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry)}
 	s.router = s.routes()
 	return s
 }
@@ -176,7 +167,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				}
 				s.log.ErrorContext(r.Context(), "panic serving request", "panic", rec)
 				if sw.status == 0 {
-					s.writeProblem(sw, r, problem(codeInternal, "an internal error occurred"))
+					s.writeProblem(sw, r, problem(domain.CodeInternal, "an internal error occurred"))
 				}
 			}
 			route := routeOf(r)
@@ -208,7 +199,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		token = strings.TrimSpace(token)
 		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-			s.writeProblem(w, r, problem(codeUnauthenticated, "a valid bearer token is required"))
+			s.writeError(w, r, app.ErrUnauthenticated)
 			return
 		}
 		ctx, p, err := s.Authenticate.Handle(r.Context(), token)
@@ -297,7 +288,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := s.ready(ctx); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
-		s.writeProblem(w, r, problem(codeUnavailable, "the database does not answer"))
+		s.writeProblem(w, r, problem(domain.CodeUnavailable, "the database does not answer"))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -25,6 +25,10 @@ type KeyConfig struct {
 	Wait time.Duration
 	// LockTimeout is the pool's lock_timeout, restored after the claim.
 	LockTimeout time.Duration
+	// Store, when set, replaces the idempotency_keys table as every
+	// transaction's key store. Only cmd/api sets it, to a store that keeps
+	// nothing, for the benchmark switch BENCH_DISABLE_IDEMPOTENCY.
+	Store app.KeyStore
 }
 
 // keyStore implements app.KeyStore on the idempotency_keys table, inside the

@@ -24,8 +24,13 @@ func (s *store) Products() app.ProductRepo { return productRepo{s} }
 func (s *store) Stock() app.StockRepo      { return stockRepo{s} }
 func (s *store) Orders() app.OrderRepo     { return orderRepo{s} }
 func (s *store) Actors() app.ActorRepo     { return actorRepo{s} }
-func (s *store) Keys() app.KeyStore        { return keyStore{s} }
-func (s *store) Outbox() app.OutboxRepo    { return outboxRepo{s} }
+func (s *store) Keys() app.KeyStore {
+	if s.keys.Store != nil {
+		return s.keys.Store
+	}
+	return keyStore{s}
+}
+func (s *store) Outbox() app.OutboxRepo { return outboxRepo{s} }
 
 // Conn is the transaction (or pool) the repositories run on. Tests use it to
 // put a deliberately naive repository in the same transaction.
