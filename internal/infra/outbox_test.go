@@ -235,8 +235,15 @@ func TestDispatchersDeliverEachEventOnce(t *testing.T) {
 		rcv := newReceiver(t, always(http.StatusOK))
 		var ds []runner
 		var regs []*prometheus.Registry
+		// Nothing may fail here, slowness included: with fastConfig's 2 s
+		// claim, a stalled scheduler on a busy machine lets the reaper hand
+		// a slow claim to another dispatcher (at least once, by design; the
+		// reaper has its own tests). Long timeouts keep this test about the
+		// claim alone.
+		cfg := fastConfig(rcv.srv.URL)
+		cfg.ClaimTimeout, cfg.HTTPTimeout = time.Minute, 10*time.Second
 		for range 3 {
-			d, reg := newDispatcher(t, pool, fastConfig(rcv.srv.URL))
+			d, reg := newDispatcher(t, pool, cfg)
 			ds, regs = append(ds, d), append(regs, reg)
 		}
 		_, duplicated, requests := dispatchRace(t, pool, rcv, ds...)
