@@ -36,6 +36,8 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
 	r.Get("/openapi.yaml", s.openapi)
+	r.Get("/docs", s.docs)
+	r.Get("/docs/{asset}", s.docsAsset)
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
