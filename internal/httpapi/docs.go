@@ -52,20 +52,19 @@ func (s *Server) docs(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte(docsPage))
 }
 
-func (s *Server) docsAsset(w http.ResponseWriter, r *http.Request) {
+func (s *Server) docsAsset(w http.ResponseWriter, r *http.Request) error {
 	name := path.Base(r.URL.Path)
 	ctype, ok := docsAssets[name]
 	if !ok {
-		s.writeProblem(w, r, problem("not_found", "no such resource"))
-		return
+		return errNoSuchResource
 	}
 	b, err := fs.ReadFile(swaggerfiles.FS, name)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Cache-Control", "public, max-age=86400")
 	_, _ = w.Write(b)
+	return nil
 }

@@ -37,7 +37,7 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
 	r.Get("/openapi.yaml", s.openapi)
 	r.Get("/docs", s.docs)
-	r.Get("/docs/{asset}", s.docsAsset)
+	r.Get("/docs/{asset}", s.handle(s.docsAsset))
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
