@@ -46,14 +46,19 @@ func TestBatchMarkIsFencedByClaim(t *testing.T) {
 		go func() { done <- stale.Deliver(ctx, c1) }()
 		waitFor(t, 10*time.Second, "the stale dispatcher's POSTs in flight", func() bool { return arrived.Load() == n })
 
-		// The claim expires under a dispatcher with a short claim timeout;
-		// its reaper gives the events back, and it claims them itself.
-		owner := infra.NewDispatcher(pool, testkit.Logger(t), nil, infra.OutboxConfig{
+		// The claim expires under a dispatcher with a short claim timeout,
+		// whose reaper gives the events back; a new owner claims them. The
+		// owner's own timeouts are long, so that its delivery cannot fail
+		// for slowness on a busy machine.
+		reaper := infra.NewDispatcher(pool, testkit.Logger(t), nil, infra.OutboxConfig{
 			WebhookURL: rcv.srv.URL, BatchSize: n, HTTPTimeout: 50 * time.Millisecond, ClaimTimeout: 100 * time.Millisecond,
+		})
+		owner := infra.NewDispatcher(pool, testkit.Logger(t), nil, infra.OutboxConfig{
+			WebhookURL: rcv.srv.URL, BatchSize: n, HTTPTimeout: 30 * time.Second, ClaimTimeout: time.Minute,
 		})
 		reaped := 0
 		waitFor(t, 10*time.Second, "the reaper to give the events back", func() bool {
-			r, err := owner.Reap(ctx)
+			r, err := reaper.Reap(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

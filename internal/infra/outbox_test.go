@@ -465,7 +465,9 @@ func TestWebhookStatusPolicy(t *testing.T) {
 		seedEvents(t, pool, 1, fmt.Sprintf(`{"answer": %d}`, c.answer))
 	}
 	cfg := fastConfig(rcv.srv.URL)
-	cfg.MaxAttempts, cfg.HTTPTimeout, cfg.ClaimTimeout = 3, 150*time.Millisecond, time.Second
+	// The timeout is long enough that no answering receiver meets it on a
+	// busy machine; the hanging one always does.
+	cfg.MaxAttempts, cfg.HTTPTimeout, cfg.ClaimTimeout = 3, time.Second, 5*time.Second
 	d, reg := newDispatcher(t, pool, cfg)
 	stop := start(d)
 	waitFor(t, 30*time.Second, "every event finished", func() bool {
