@@ -62,3 +62,24 @@ func TestCheckCommandReportsACorruptedBalance(t *testing.T) {
 		t.Errorf("check reported the sound customer %s:\n%s", customers[1].ID, out)
 	}
 }
+
+// TestCheckCommandReportsAProductWithoutStockLevel: a product whose stock
+// level was lost behind the service's back is one finding.
+func TestCheckCommandReportsAProductWithoutStockLevel(t *testing.T) {
+	t.Parallel()
+	e := testkit.New(t)
+	getenv := env("DATABASE_URL", e.URL)
+	product := e.NewProduct(250, 100)
+	e.NewProduct(300, 5)
+	if out, err := runCmd(t, getenv, "check"); err != nil || out != "" {
+		t.Fatalf("check on a sound database: %v %q", err, out)
+	}
+	e.Exec(`DELETE FROM stock_levels WHERE product_id = $1`, product)
+	out, err := runCmd(t, getenv, "check")
+	if err == nil || !strings.Contains(err.Error(), "1 finding") {
+		t.Errorf("check returned %v, want an error counting 1 finding", err)
+	}
+	if !strings.HasPrefix(out, "stock: product "+product) || strings.Count(out, "\n") != 1 {
+		t.Errorf("check printed %q, want one stock line naming %s", out, product)
+	}
+}

@@ -126,6 +126,41 @@ func (q *Queries) StockInsert(ctx context.Context, db DBTX, arg StockInsertParam
 	return i, err
 }
 
+const stockLevelsMissing = `-- name: StockLevelsMissing :many
+SELECT p.id, p.sku
+FROM products p
+WHERE NOT EXISTS (SELECT 1 FROM stock_levels s WHERE s.product_id = p.id)
+ORDER BY p.id
+`
+
+type StockLevelsMissingRow struct {
+	ID  uuid.UUID
+	Sku string
+}
+
+// `api check`: every product without a stock level. Creation writes both in
+// one transaction, so none should exist; such a product could be listed but
+// never sold. It reads every product, by design.
+func (q *Queries) StockLevelsMissing(ctx context.Context, db DBTX) ([]StockLevelsMissingRow, error) {
+	rows, err := db.Query(ctx, stockLevelsMissing)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockLevelsMissingRow
+	for rows.Next() {
+		var i StockLevelsMissingRow
+		if err := rows.Scan(&i.ID, &i.Sku); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockList = `-- name: StockList :many
 SELECT product_id, stock, version, updated_at FROM stock_levels
 WHERE product_id < $1
