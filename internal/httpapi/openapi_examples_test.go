@@ -1,5 +1,3 @@
-//go:build !fuzzing
-
 package httpapi_test
 
 import (
