@@ -15,13 +15,17 @@ import (
 // config is every setting of the service, parsed once from the environment.
 // Nothing else reads the environment.
 type config struct {
-	DatabaseURL      string
-	HTTPAddr         string
-	IdempotencyTTL   time.Duration
-	IdempotencyWait  time.Duration
-	CleanupInterval  time.Duration
-	OutboxWebhookURL string
-	LogLevel         slog.Level
+	DatabaseURL string
+	// MigrateDatabaseURL is the connection of `api migrate`: it must reach
+	// PostgreSQL directly, because goose holds a session-level advisory
+	// lock that a transaction pooler would leak to other clients.
+	MigrateDatabaseURL string
+	HTTPAddr           string
+	IdempotencyTTL     time.Duration
+	IdempotencyWait    time.Duration
+	CleanupInterval    time.Duration
+	OutboxWebhookURL   string
+	LogLevel           slog.Level
 
 	OutboxPollInterval time.Duration
 	OutboxBatchSize    int
@@ -39,6 +43,9 @@ type config struct {
 	DBLockTimeout      time.Duration
 	DBIdleInTxTimeout  time.Duration
 	ShutdownTimeout    time.Duration
+	// ShutdownDrain is how long /readyz answers 503 after SIGTERM while
+	// requests are still served, before the listener closes.
+	ShutdownDrain time.Duration
 
 	// PprofAddr, when set, serves net/http/pprof on its own listener (for
 	// example 127.0.0.1:6060). Off by default: profiles expose internals.
@@ -60,6 +67,7 @@ type setting struct {
 
 var settings = []setting{
 	{"DATABASE_URL", "", func(c *config, v string) error { c.DatabaseURL = v; return nil }},
+	{"MIGRATE_DATABASE_URL", "", func(c *config, v string) error { c.MigrateDatabaseURL = v; return nil }},
 	{"HTTP_ADDR", ":8080", func(c *config, v string) error { c.HTTPAddr = v; return nil }},
 	{"IDEMPOTENCY_TTL", "24h", durationInto(func(c *config) *time.Duration { return &c.IdempotencyTTL })},
 	{"IDEMPOTENCY_WAIT", "5s", durationInto(func(c *config) *time.Duration { return &c.IdempotencyWait })},
@@ -105,6 +113,14 @@ var settings = []setting{
 	{"DB_LOCK_TIMEOUT", "2s", durationInto(func(c *config) *time.Duration { return &c.DBLockTimeout })},
 	{"DB_IDLE_IN_TX_TIMEOUT", "30s", durationInto(func(c *config) *time.Duration { return &c.DBIdleInTxTimeout })},
 	{"SHUTDOWN_TIMEOUT", "20s", durationInto(func(c *config) *time.Duration { return &c.ShutdownTimeout })},
+	{"SHUTDOWN_DRAIN", "0s", func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("not a non-negative duration such as 0s or 10s")
+		}
+		c.ShutdownDrain = d
+		return nil
+	}},
 	{"PPROF_ADDR", "", func(c *config, v string) error { c.PprofAddr = v; return nil }},
 	{"BENCH_DISABLE_IDEMPOTENCY", "", func(c *config, v string) error {
 		switch strings.ToLower(v) {
@@ -170,6 +186,9 @@ func loadConfig(getenv func(string) string, needDB bool) (config, error) {
 	}
 	if needDB && c.DatabaseURL == "" {
 		return c, fmt.Errorf("DATABASE_URL is required, e.g. postgres://user:pass@localhost:5432/orders")
+	}
+	if c.MigrateDatabaseURL == "" {
+		c.MigrateDatabaseURL = c.DatabaseURL
 	}
 	if c.IdempotencyWait >= c.DBStatementTimeout {
 		return c, fmt.Errorf("IDEMPOTENCY_WAIT (%s) must be shorter than DB_STATEMENT_TIMEOUT (%s)", c.IdempotencyWait, c.DBStatementTimeout)

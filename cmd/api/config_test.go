@@ -50,3 +50,15 @@ func TestBenchDisableIdempotencyWiresNoKeyStore(t *testing.T) {
 		t.Errorf("noKeys.Claim = %v, %v; want a new key", r, err)
 	}
 }
+
+func TestMigrateDatabaseURLDefaultsToDatabaseURL(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://x@pgbouncer/db"}
+	c, err := loadConfig(func(k string) string { return env[k] }, true)
+	if err != nil || c.MigrateDatabaseURL != env["DATABASE_URL"] {
+		t.Fatalf("MIGRATE_DATABASE_URL unset: %q, %v; want DATABASE_URL", c.MigrateDatabaseURL, err)
+	}
+	env["MIGRATE_DATABASE_URL"] = "postgres://x@postgres/db"
+	if c, err = loadConfig(func(k string) string { return env[k] }, true); err != nil || c.MigrateDatabaseURL != env["MIGRATE_DATABASE_URL"] {
+		t.Fatalf("MIGRATE_DATABASE_URL set: %q, %v", c.MigrateDatabaseURL, err)
+	}
+}

@@ -249,6 +249,9 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	// Direct to PostgreSQL (MIGRATE_DATABASE_URL): goose's advisory lock is
+	// held by the session, which a transaction pooler does not keep.
+	c.DatabaseURL = c.MigrateDatabaseURL
 	pool, err := openPool(ctx, c)
 	if err != nil {
 		return err

@@ -121,13 +121,35 @@ func TestRunUnknownCommand(t *testing.T) {
 	}
 }
 
+// TestMigrateUsesMigrateDatabaseURL: `api migrate` connects with
+// MIGRATE_DATABASE_URL when it is set, and only then; the other commands
+// keep DATABASE_URL.
+func TestMigrateUsesMigrateDatabaseURL(t *testing.T) {
+	t.Parallel()
+	url := testkit.Direct(testkit.DB(t))
+	const unreachable = "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1"
+	out, err := runCmd(t, env("DATABASE_URL", unreachable, "MIGRATE_DATABASE_URL", url), "migrate", "status")
+	if err != nil || !strings.Contains(out, "applied") {
+		t.Fatalf("migrate status with MIGRATE_DATABASE_URL set: %v %q", err, out)
+	}
+	if _, err := runCmd(t, env("DATABASE_URL", url, "MIGRATE_DATABASE_URL", unreachable), "migrate", "status"); err == nil ||
+		!strings.Contains(err.Error(), "database unreachable") {
+		t.Fatalf("migrate status ignored MIGRATE_DATABASE_URL: %v", err)
+	}
+	if _, err := runCmd(t, env("DATABASE_URL", url, "MIGRATE_DATABASE_URL", unreachable), "actor", "create", "--name", "A", "--role", "staff"); err != nil {
+		t.Fatalf("actor create used MIGRATE_DATABASE_URL: %v", err)
+	}
+}
+
 // TestRunMigrateAndActorCreate: migrate runs against a real database (up,
-// status, down, up again), and actor create prints exactly
-// {"actor_id","token"} while the database keeps only the token's hash.
+// status, down, up again) on MIGRATE_DATABASE_URL, the direct connection,
+// and actor create, on DATABASE_URL (through PgBouncer with
+// TEST_PGBOUNCER=1), prints exactly {"actor_id","token"} while the database
+// keeps only the token's hash.
 func TestRunMigrateAndActorCreate(t *testing.T) {
 	t.Parallel()
 	url := testkit.DB(t) // already migrated
-	getenv := env("DATABASE_URL", url)
+	getenv := env("DATABASE_URL", url, "MIGRATE_DATABASE_URL", testkit.Direct(url))
 
 	out, err := runCmd(t, getenv, "migrate", "up")
 	if err != nil || !strings.Contains(out, "no migrations to apply") {

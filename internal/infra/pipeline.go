@@ -31,7 +31,10 @@ var (
 // connection (Runner.InTx) or the pool itself (Runner.Read). It saves the
 // round trips that bookkeeping statements would cost on their own:
 //   - BEGIN is not sent alone: it goes out with the transaction's first
-//     statement or batch;
+//     statement or batch, and so do the pool's guard timeouts (GuardsSet,
+//     local to the transaction); outside a transaction the guards go in
+//     front of every statement, in the implicit transaction that a
+//     pipeline up to its Sync is;
 //   - the request's pending token check (app.AuthCheck) goes out in front of
 //     its first statement, and a refused check fails that statement;
 //   - statements queued with atCommit go out with COMMIT.
@@ -46,16 +49,25 @@ type pipe struct {
 	begin string
 	// begun is set once BEGIN went out: a failure then needs a ROLLBACK.
 	begun bool
+	// guards, when not nil, go out with BEGIN, or in front of each
+	// statement outside a transaction.
+	guards *guards
 	// deferred are sent with COMMIT, in order; their errors fail the commit.
 	deferred []*pgx.QueuedQuery
 }
 
-func newTxPipe(conn *pgxpool.Conn, opts pgx.TxOptions) *pipe {
+func newTxPipe(conn *pgxpool.Conn, g *guards, opts pgx.TxOptions) *pipe {
 	begin := "begin isolation level read committed"
 	if opts.IsoLevel == pgx.Serializable {
 		begin = "begin isolation level serializable"
 	}
-	return &pipe{db: conn, begin: begin}
+	return &pipe{db: conn, begin: begin, guards: g}
+}
+
+// newPoolPipe runs each statement on its own on the pool, with the pool's
+// guards.
+func newPoolPipe(pool *pgxpool.Pool) *pipe {
+	return &pipe{db: pool, guards: poolGuards(pool)}
 }
 
 // inTx says whether the pipe is a transaction.
@@ -65,14 +77,18 @@ func (t *pipe) inTx() bool { return t.begin != "" || t.begun }
 // check) in the same round trip. The results the caller reads are b's own.
 func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	check := app.PendingAuthCheck(ctx)
-	if t.begin == "" && check == nil {
+	began := t.begin != ""
+	guarded := t.guards != nil && (began || !t.begun)
+	if !began && !guarded && check == nil {
 		return t.db.SendBatch(ctx, b)
 	}
-	qs := make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)
-	began := t.begin != ""
+	qs := make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+3)
 	if began {
 		qs = append(qs, &pgx.QueuedQuery{SQL: t.begin})
 		t.begin, t.begun = "", true
+	}
+	if guarded {
+		qs = append(qs, t.guards.query())
 	}
 	if check != nil {
 		qs = append(qs, &pgx.QueuedQuery{SQL: dbsqlc.ActorByTokenHashSQL, Arguments: []any{check.TokenHash()}})
@@ -82,6 +98,9 @@ func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		// If BEGIN failed, pgx keeps the error and answers every later
 		// read and Close with it.
 		_, _ = br.Exec()
+	}
+	if guarded {
+		_, _ = br.Exec() // likewise
 	}
 	if check != nil {
 		if err := settle(br, check); err != nil {
@@ -109,7 +128,7 @@ func settle(br pgx.BatchResults, check *app.AuthCheck) error {
 }
 
 func (t *pipe) direct(ctx context.Context) bool {
-	return t.begin == "" && app.PendingAuthCheck(ctx) == nil
+	return t.begin == "" && (t.guards == nil || t.begun) && app.PendingAuthCheck(ctx) == nil
 }
 
 func (t *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {

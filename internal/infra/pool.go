@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
 // PoolConfig holds the pool's size and the guard settings that every
-// connection carries, so that no statement, lock wait or forgotten
+// transaction carries, so that no statement, lock wait or forgotten
 // transaction can hold resources for long (seed: "Set guards").
 type PoolConfig struct {
 	URL string
@@ -35,8 +38,26 @@ type PoolConfig struct {
 	Tracer pgx.QueryTracer
 }
 
-// NewPool opens a pool whose connections carry the guard settings. It does
-// not wait for the database; call Ping for that.
+// NewPool opens a pool on c.URL. It does not wait for the database; call
+// Ping for that.
+//
+// The guards are not connection settings: a connection-level setting (a
+// startup parameter, or SET) is refused by PgBouncer in transaction mode or,
+// worse, stays on a server connection that the pooler then hands to another
+// client. The Runner, the Dispatcher and the Purger send them per
+// transaction instead (GuardsSet, with is_local), in front of the first
+// statement, in the same round trip: they hold on a direct connection and
+// behind a transaction pooler alike, and cost no round trip.
+//
+// pgx's default_query_exec_mode in the URL is honoured. Without it pgx
+// caches named prepared statements per connection (cache_statement): every
+// query is static sqlc text, so each connection prepares it once and then
+// sends only Bind/Execute, and the server plans it once. Measured against
+// cache_describe: placements 17% and mixed traffic 38% faster
+// (docs/bench/REPORT.md). Behind PgBouncer in transaction mode before 1.21
+// (or with max_prepared_statements = 0) a named statement prepared on one
+// server connection is missing, or already exists, on the next: use
+// default_query_exec_mode=cache_describe there (README, docs/scaling.md).
 func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(c.URL)
 	if err != nil {
@@ -50,24 +71,47 @@ func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 	if c.ConnectTimeout > 0 {
 		cfg.ConnConfig.ConnectTimeout = c.ConnectTimeout
 	}
-	rp := cfg.ConnConfig.RuntimeParams
-	rp["statement_timeout"] = ms(c.StatementTimeout)
-	rp["lock_timeout"] = ms(c.LockTimeout)
-	rp["idle_in_transaction_session_timeout"] = ms(c.IdleInTxTimeout)
-	rp["application_name"] = "ordersvc"
-	// The cache of prepared statements is on purpose: every query is static
-	// sqlc text, so each connection prepares it once and then sends only
-	// Bind/Execute, and the server plans it once. Measured against
-	// QueryExecModeCacheDescribe (unnamed statements, parsed on every
-	// execution): placements 17% and mixed traffic 38% faster
-	// (docs/bench/REPORT.md). About 40 statements: far below the cache's 512.
-	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
+		// application_name is one of the few startup parameters PgBouncer
+		// passes on (it tracks it per client).
+		cfg.ConnConfig.RuntimeParams["application_name"] = "ordersvc"
+	}
 	cfg.ConnConfig.Tracer = c.Tracer
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerUUID(conn.TypeMap())
 		return nil
 	}
-	return pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	guardsOf.Store(pool, newGuards(c))
+	return pool, nil
+}
+
+// guards is the GuardsSet statement of a pool, ready to queue in front of a
+// transaction's first statement.
+type guards struct{ args []any }
+
+func newGuards(c PoolConfig) *guards {
+	return &guards{args: []any{ms(c.StatementTimeout), ms(c.LockTimeout), ms(c.IdleInTxTimeout)}}
+}
+
+func (g *guards) query() *pgx.QueuedQuery {
+	return &pgx.QueuedQuery{SQL: dbsqlc.GuardsSetSQL, Arguments: g.args}
+}
+
+// guardsOf holds the guards of every pool NewPool opened (a few bytes
+// each), so that the Runner, the Dispatcher and the Purger built on a pool
+// send its guards without every constructor taking them again.
+var guardsOf sync.Map // *pgxpool.Pool → *guards
+
+// poolGuards returns the guards of pool; a pool not opened by NewPool has
+// none (nil: nothing is sent, the server's settings apply).
+func poolGuards(pool *pgxpool.Pool) *guards {
+	g, _ := guardsOf.Load(pool)
+	gs, _ := g.(*guards)
+	return gs
 }
 
 // DefaultMaxConns is two connections per core the process may use, at

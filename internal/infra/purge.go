@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -104,11 +105,18 @@ func (p *Purger) PurgeOnce(ctx context.Context) (int64, error) {
 
 // batch deletes one batch in its own transaction under the purge lock.
 func (p *Purger) batch(ctx context.Context, from time.Time) (n int64, last time.Time, locked bool, err error) {
-	tx, err := p.pool.Begin(ctx)
+	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return 0, from, false, fmt.Errorf("purge batch: begin: %w", translate(err))
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
+	defer conn.Release()
+	tx := newTxPipe(conn, poolGuards(p.pool), pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	committed := false
+	defer func() {
+		if !committed {
+			tx.rollback(context.WithoutCancel(ctx))
+		}
+	}()
 	if locked, err = p.q.IdempotencyPurgeLock(ctx, tx); err != nil || !locked {
 		return 0, from, false, translate(err)
 	}
@@ -116,9 +124,10 @@ func (p *Purger) batch(ctx context.Context, from time.Time) (n int64, last time.
 	if err != nil {
 		return 0, from, true, fmt.Errorf("purge batch: %w", translate(err))
 	}
-	if err = tx.Commit(ctx); err != nil {
+	if err = tx.commit(ctx); err != nil {
 		return 0, from, true, fmt.Errorf("purge batch: commit: %w", translate(err))
 	}
+	committed = true
 	p.purged.Add(float64(res.Deleted))
 	return res.Deleted, res.LastExpiry, true, nil
 }

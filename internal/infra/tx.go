@@ -33,6 +33,7 @@ type Runner struct {
 	q       *dbsqlc.Queries
 	retries *prometheus.CounterVec
 	latch   *keyLatch
+	guards  *guards
 }
 
 // NewRunner returns a transaction runner. Its metrics are registered on reg.
@@ -47,7 +48,7 @@ func NewRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, 
 		retry.MaxDelay = 200 * time.Millisecond
 	}
 	r := &Runner{
-		pool: pool, log: log, retry: retry, keys: keys, q: dbsqlc.New(),
+		pool: pool, log: log, retry: retry, keys: keys, q: dbsqlc.New(), guards: poolGuards(pool),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersvc_tx_retries_total",
 			Help: "Transactions run again after a serialization failure (40001) or deadlock (40P01).",
@@ -121,7 +122,7 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Release()
-	tx := newTxPipe(conn, opts)
+	tx := newTxPipe(conn, r.guards, opts)
 	defer func() {
 		if err != nil {
 			// The request may be gone; the rollback must still happen.
@@ -138,7 +139,7 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 }
 
 // Read returns repositories that run each statement on the pool.
-func (r *Runner) Read() app.Tx { return r.bind(&pipe{db: r.pool}) }
+func (r *Runner) Read() app.Tx { return r.bind(newPoolPipe(r.pool)) }
 
 func (r *Runner) bind(db dbtx) *store {
 	return &store{db: db, q: r.q, keys: r.keys}

@@ -18,6 +18,10 @@ func registerUUID(m *pgtype.Map) {
 	t := &pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: uuidCodec{}}
 	m.RegisterType(t)
 	m.RegisterType(&pgtype.Type{Name: "_uuid", OID: pgtype.UUIDArrayOID, Codec: &pgtype.ArrayCodec{ElementType: t}})
+	// In the exec and simple_protocol modes (behind a transaction pooler)
+	// pgx picks a parameter's type from its Go type alone.
+	m.RegisterDefaultPgType(uuid.UUID{}, "uuid")
+	m.RegisterDefaultPgType([]uuid.UUID{}, "_uuid")
 }
 
 // uuidCodec is pgtype.UUIDCodec plus plans for uuid.UUID and *uuid.UUID;

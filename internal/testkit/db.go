@@ -7,7 +7,8 @@
 // binary. Migrations run once into a template database; each test then gets
 // CREATE DATABASE … TEMPLATE, dropped in t.Cleanup, so tests run in parallel
 // and may commit. When no database can be had, tests fail with a message
-// that says how to provide one; they never skip.
+// that says how to provide one; they never skip. With TEST_PGBOUNCER=1 the
+// tests reach their databases through PgBouncer (pgbouncer.go).
 package testkit
 
 import (
@@ -105,6 +106,7 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // TestMain that checks more once the tests are done (goroutine leaks).
 func Run(m *testing.M) int {
 	code := m.Run()
+	stopPgBouncer()
 	if container != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_ = container.Terminate(ctx)
@@ -238,5 +240,12 @@ func DB(t testing.TB) string {
 			t.Logf("drop test database %s: %v", name, err)
 		}
 	})
+	if ThroughPgBouncer() {
+		u, err := viaPgBouncer(admin, name)
+		if err != nil {
+			t.Fatalf("TEST_PGBOUNCER=1: %v", err)
+		}
+		return u
+	}
 	return withDatabase(admin, name)
 }

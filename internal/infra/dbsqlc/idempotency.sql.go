@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,7 +55,7 @@ WHERE actor_id = $5 AND operation = $6 AND key = $7
 
 type IdempotencyCompleteParams struct {
 	ResponseStatus  pgtype.Int4
-	ResponseHeaders []byte
+	ResponseHeaders json.RawMessage
 	ResponseBody    []byte
 	TtlSeconds      float64
 	ActorID         uuid.UUID
@@ -96,7 +97,7 @@ type IdempotencyGetRow struct {
 	Fingerprint     []byte
 	State           string
 	ResponseStatus  pgtype.Int4
-	ResponseHeaders []byte
+	ResponseHeaders json.RawMessage
 	ResponseBody    []byte
 	Expired         bool
 }

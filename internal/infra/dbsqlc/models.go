@@ -5,6 +5,7 @@
 package dbsqlc
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,7 +35,7 @@ type IdempotencyKey struct {
 	Fingerprint     []byte
 	State           string
 	ResponseStatus  pgtype.Int4
-	ResponseHeaders []byte
+	ResponseHeaders json.RawMessage
 	ResponseBody    []byte
 	CreatedAt       time.Time
 	ExpiresAt       time.Time
@@ -63,7 +64,7 @@ type OutboxEvent struct {
 	ID          uuid.UUID
 	Type        string
 	AggregateID uuid.UUID
-	Payload     []byte
+	Payload     json.RawMessage
 	OccurredAt  time.Time
 	State       string
 	Attempts    int32

@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,7 +35,7 @@ type OutboxClaimRow struct {
 	ID          uuid.UUID
 	Type        string
 	AggregateID uuid.UUID
-	Payload     []byte
+	Payload     json.RawMessage
 	OccurredAt  time.Time
 	AvailableAt time.Time
 	Attempts    int32
@@ -127,7 +128,7 @@ type OutboxInsertParams struct {
 	ID          uuid.UUID
 	Type        string
 	AggregateID uuid.UUID
-	Payload     []byte
+	Payload     json.RawMessage
 }
 
 // Written in the caller's transaction, next to the change the event reports.
@@ -158,7 +159,7 @@ type OutboxListDeadRow struct {
 	ID          uuid.UUID
 	Type        string
 	AggregateID uuid.UUID
-	Payload     []byte
+	Payload     json.RawMessage
 	OccurredAt  time.Time
 	Attempts    int32
 	ClaimedAt   pgtype.Timestamptz

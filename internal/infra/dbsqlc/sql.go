@@ -9,6 +9,7 @@ const (
 	ActorByTokenHashSQL          = actorByTokenHash
 	ActorLockForOrderSQL         = actorLockForOrder
 	ActorChargeBalanceSQL        = actorChargeBalance
+	GuardsSetSQL                 = guardsSet
 	IdempotencySetLockTimeoutSQL = idempotencySetLockTimeout
 	IdempotencyClaimSQL          = idempotencyClaim
 	IdempotencyGetSQL            = idempotencyGet

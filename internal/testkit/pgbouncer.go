@@ -1,0 +1,201 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// With TEST_PGBOUNCER=1 the tests reach their databases through a real
+// PgBouncer in transaction pooling mode, default settings otherwise (only
+// the client connection limit is raised for parallel tests): DB returns a
+// connection string to PgBouncer, with pgx's default_query_exec_mode set to
+// TEST_PGBOUNCER_EXEC_MODE [cache_describe]. Databases are still created,
+// migrated and dropped directly (goose's session lock, CREATE DATABASE).
+//
+// PgBouncer is the Debian package's binary (/usr/sbin/pgbouncer, or
+// PGBOUNCER_BIN), started once per test binary on a free port and stopped
+// when the tests end. It refuses to run as root; as root the test kit starts
+// it as the postgres user.
+const pgbouncerHowTo = `TEST_PGBOUNCER=1 needs the pgbouncer binary (Debian: apt-get install pgbouncer) and, when the tests run as root, a postgres user`
+
+var (
+	bouncerOnce sync.Once
+	bouncerAddr string
+	bouncerErr  error
+	bouncerProc *exec.Cmd
+	bouncerDir  string
+)
+
+// ThroughPgBouncer says whether the tests run through PgBouncer.
+func ThroughPgBouncer() bool { return os.Getenv("TEST_PGBOUNCER") == "1" }
+
+// pgbouncerExecMode is the query exec mode the tests use behind PgBouncer.
+func pgbouncerExecMode() string {
+	if m := os.Getenv("TEST_PGBOUNCER_EXEC_MODE"); m != "" {
+		return m
+	}
+	return "cache_describe"
+}
+
+// viaPgBouncer returns the connection string of database name through
+// PgBouncer, which forwards to the server of admin.
+func viaPgBouncer(admin, name string) (string, error) {
+	bouncerOnce.Do(func() { bouncerAddr, bouncerErr = startPgBouncer(admin) })
+	if bouncerErr != nil {
+		return "", bouncerErr
+	}
+	u, err := url.Parse(withDatabase(admin, name))
+	if err != nil {
+		return "", err
+	}
+	u.Host = bouncerAddr
+	q := u.Query()
+	q.Set("default_query_exec_mode", pgbouncerExecMode())
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// Direct returns the connection string that reaches the same database as
+// dbURL without PgBouncer, for what a transaction pooler cannot carry
+// (session locks, LISTEN, pg_terminate_backend of a known backend). Without
+// TEST_PGBOUNCER it is dbURL.
+func Direct(dbURL string) string {
+	if !ThroughPgBouncer() {
+		return dbURL
+	}
+	admin, err := server()
+	if err != nil {
+		return dbURL
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	return withDatabase(admin, strings.TrimPrefix(u.Path, "/"))
+}
+
+func startPgBouncer(admin string) (string, error) {
+	bin := os.Getenv("PGBOUNCER_BIN")
+	if bin == "" {
+		bin = "/usr/sbin/pgbouncer"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%w\n%s", err, pgbouncerHowTo)
+	}
+	au, err := url.Parse(admin)
+	if err != nil {
+		return "", err
+	}
+	pgHost, pgPort := au.Hostname(), au.Port()
+	if pgPort == "" {
+		pgPort = "5432"
+	}
+	user := au.User.Username()
+	password, _ := au.User.Password()
+
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "ordersvc-pgbouncer-")
+	if err != nil {
+		return "", err
+	}
+	bouncerDir = dir
+	conf := fmt.Sprintf(`[databases]
+* = host=%s port=%s
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = trust
+auth_file = %s
+pool_mode = transaction
+max_client_conn = 5000
+logfile = %s
+pidfile = %s
+`, pgHost, pgPort, port, filepath.Join(dir, "userlist.txt"), filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
+	if password != "" {
+		// PgBouncer logs in to the server with the password it knows for
+		// the user (auth_file), the client's own is not checked (trust).
+		conf = strings.Replace(conf, "* = host=", "* = password="+password+" host=", 1)
+	}
+	files := map[string]string{
+		"pgbouncer.ini": conf,
+		"userlist.txt":  fmt.Sprintf("%q %q\n", user, password),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			return "", err
+		}
+	}
+	cmd := exec.Command(bin, filepath.Join(dir, "pgbouncer.ini"))
+	if err := asPostgresUser(cmd, dir); err != nil {
+		return "", fmt.Errorf("%w\n%s", err, pgbouncerHowTo)
+	}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start pgbouncer: %w\n%s", err, pgbouncerHowTo)
+	}
+	bouncerProc = cmd
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	probe := withDatabase(admin, "postgres")
+	pu, _ := url.Parse(probe)
+	pu.Host = addr
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := pgx.Connect(ctx, pu.String()+"&default_query_exec_mode=exec")
+		if err == nil {
+			_, err = conn.Exec(ctx, "select 1")
+			_ = conn.Close(ctx)
+		}
+		cancel()
+		if err == nil {
+			return addr, nil
+		}
+		select {
+		case werr := <-exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
+			return "", fmt.Errorf("pgbouncer exited: %v\n%s", werr, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			stopPgBouncer()
+			return "", fmt.Errorf("pgbouncer on %s did not answer: %w", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func stopPgBouncer() {
+	if bouncerProc != nil && bouncerProc.Process != nil {
+		_ = bouncerProc.Process.Kill()
+	}
+	if bouncerDir != "" {
+		_ = os.RemoveAll(bouncerDir)
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
