@@ -43,6 +43,8 @@ type config struct {
 	DBLockTimeout      time.Duration
 	DBIdleInTxTimeout  time.Duration
 	ShutdownTimeout    time.Duration
+	// RequestTimeout bounds every /v1 request as a whole.
+	RequestTimeout time.Duration
 	// ShutdownDrain is how long /readyz answers 503 after SIGTERM while
 	// requests are still served, before the listener closes.
 	ShutdownDrain time.Duration
@@ -112,6 +114,7 @@ var settings = []setting{
 	{"DB_STATEMENT_TIMEOUT", "10s", durationInto(func(c *config) *time.Duration { return &c.DBStatementTimeout })},
 	{"DB_LOCK_TIMEOUT", "2s", durationInto(func(c *config) *time.Duration { return &c.DBLockTimeout })},
 	{"DB_IDLE_IN_TX_TIMEOUT", "30s", durationInto(func(c *config) *time.Duration { return &c.DBIdleInTxTimeout })},
+	{"REQUEST_TIMEOUT", "15s", durationInto(func(c *config) *time.Duration { return &c.RequestTimeout })},
 	{"SHUTDOWN_TIMEOUT", "20s", durationInto(func(c *config) *time.Duration { return &c.ShutdownTimeout })},
 	{"SHUTDOWN_DRAIN", "0s", func(c *config, v string) error {
 		d, err := time.ParseDuration(v)
@@ -192,6 +195,9 @@ func loadConfig(getenv func(string) string, needDB bool) (config, error) {
 	}
 	if c.IdempotencyWait >= c.DBStatementTimeout {
 		return c, fmt.Errorf("IDEMPOTENCY_WAIT (%s) must be shorter than DB_STATEMENT_TIMEOUT (%s)", c.IdempotencyWait, c.DBStatementTimeout)
+	}
+	if c.RequestTimeout <= c.IdempotencyWait {
+		return c, fmt.Errorf("REQUEST_TIMEOUT (%s) must be longer than IDEMPOTENCY_WAIT (%s)", c.RequestTimeout, c.IdempotencyWait)
 	}
 	if c.OutboxClaimTimeout < 2*c.OutboxHTTPTimeout {
 		return c, fmt.Errorf("OUTBOX_CLAIM_TIMEOUT (%s) must be at least twice OUTBOX_HTTP_TIMEOUT (%s)", c.OutboxClaimTimeout, c.OutboxHTTPTimeout)

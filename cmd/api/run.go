@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -129,13 +130,20 @@ func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil
 
 // newHandler wires the use cases to the HTTP API.
 func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config) http.Handler {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx)})
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx), RequestTimeout: c.RequestTimeout})
 }
 
-// serve runs the HTTP server until ctx ends, then drains in-flight requests
-// within SHUTDOWN_TIMEOUT, stops the workers and closes the pool, in that
-// order. listening, when set, receives the bound address (tests listen on :0).
-func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, listening chan<- string) error {
+// serve runs the HTTP server until ctx ends. Then /readyz answers 503 for
+// SHUTDOWN_DRAIN while requests are still served, the listener closes, every
+// request already received gets its response within SHUTDOWN_TIMEOUT (see
+// connTracker), the workers stop and the pool closes, in that order.
+// listening, when set, receives the bound address (tests listen on :0); tests
+// may pass hooks.
+func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, listening chan<- string, hooks ...serveHooks) error {
+	var h serveHooks
+	if len(hooks) > 0 {
+		h = hooks[0]
+	}
 	c, err := loadConfig(getenv, true)
 	if err != nil {
 		return err
@@ -155,8 +163,21 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", c.HTTPAddr, err)
 	}
+	if h.wrapListener != nil {
+		ln = h.wrapListener(ln)
+	}
+	conns := newConnTracker()
+	ln = conns.listen(ln)
+	var draining atomic.Bool
+	ready := func(ctx context.Context) error {
+		if draining.Load() {
+			return httpapi.ErrShuttingDown
+		}
+		return runner.Ping(ctx)
+	}
 	srv := &http.Server{
-		Handler:           newHandler(runner, runner.Ping, log, reg, c),
+		Handler:           conns.closeConnections(newHandler(runner, ready, log, reg, c)),
+		ConnState:         conns.connState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -189,12 +210,24 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	// The stop sequence (connTracker): drain, close, shut down.
+	draining.Store(true)
+	log.Info("draining: /readyz answers 503", "drain", c.ShutdownDrain)
+	if c.ShutdownDrain > 0 {
+		time.Sleep(c.ShutdownDrain)
+	}
 	log.Info("shutting down", "timeout", c.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
+	if !h.plainShutdown {
+		graceEnd := conns.beginClosing(ln)
+		h.call(h.closing)
+		time.Sleep(time.Until(graceEnd))
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown did not drain every request", "err", err)
 	}
+	h.call(h.shutDown)
 	stopWorkers()
 	select {
 	case <-done:
@@ -203,6 +236,24 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveHooks let tests hold the server at the steps of its stop sequence.
+type serveHooks struct {
+	// wrapListener wraps the listener (inside the connection tracker).
+	wrapListener func(net.Listener) net.Listener
+	// closing runs once the listener is closed and idle connections are
+	// on their grace; shutDown once http.Server.Shutdown returned.
+	closing, shutDown func()
+	// plainShutdown skips the closing step: http.Server.Shutdown alone,
+	// the naive variant that the shutdown tests must catch.
+	plainShutdown bool
+}
+
+func (serveHooks) call(f func()) {
+	if f != nil {
+		f()
+	}
 }
 
 // servePprof serves the runtime profiles on their own listener, never on the

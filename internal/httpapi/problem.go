@@ -99,6 +99,12 @@ func problemFor(err error) *Problem {
 		p := problem(domain.CodeUnavailable, "the database is unavailable or busy; retry later")
 		p.header = map[string]string{"Retry-After": "1"}
 		return p
+	case errors.Is(err, context.DeadlineExceeded):
+		// The request's own deadline (REQUEST_TIMEOUT) ran out, for example
+		// while its statement waited in a connection pooler's queue.
+		p := problem(domain.CodeUnavailable, "the request did not complete in time; retry later")
+		p.header = map[string]string{"Retry-After": "1"}
+		return p
 	}
 	return problem(domain.CodeInternal, "an internal error occurred")
 }

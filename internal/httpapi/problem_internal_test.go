@@ -61,7 +61,7 @@ func TestProblemFor(t *testing.T) {
 		{"driver error", pgErr, 500, "internal", "", ""},
 		{"plain error", errors.New(secret), 500, "internal", "", ""},
 		{"cancelled", context.Canceled, 500, "internal", "", ""},
-		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), 500, "internal", "", ""},
+		{"request deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), 503, "unavailable", "1", "in time"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

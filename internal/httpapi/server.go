@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -32,21 +33,28 @@ type Deps struct {
 	Registry *prometheus.Registry
 	Ready    func(context.Context) error
 	App      app.UseCases
+	// RequestTimeout bounds each /v1 request as a whole (REQUEST_TIMEOUT):
+	// its context ends then, and with it every wait for a connection, a
+	// lock or a statement, including one queued in a connection pooler
+	// while the database is down. Zero means no deadline.
+	RequestTimeout time.Duration
 }
 
 // Server is the HTTP API.
 type Server struct {
 	app.UseCases
-	ready   func(context.Context) error
-	reg     *prometheus.Registry
-	log     *slog.Logger
-	metrics *metrics
-	router  chi.Router
+	ready          func(context.Context) error
+	reg            *prometheus.Registry
+	log            *slog.Logger
+	metrics        *metrics
+	router         chi.Router
+	requestTimeout time.Duration
 }
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
-	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry)}
+	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
+		requestTimeout: d.RequestTimeout}
 	s.router = s.routes()
 	return s
 }
@@ -88,6 +96,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // ---- middleware
+
+// withDeadline gives the request's context the whole-request deadline.
+func (s *Server) withDeadline(next http.Handler) http.Handler {
+	if s.requestTimeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.requestTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
 
 type ctxKey int
 
@@ -283,10 +303,19 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
+// ErrShuttingDown is what Deps.Ready returns once the process has been told
+// to stop: /readyz then answers 503 so that load balancers stop sending
+// requests, while the other endpoints are still served.
+var ErrShuttingDown = errors.New("shutting down")
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.ready(ctx); err != nil {
+		if errors.Is(err, ErrShuttingDown) {
+			s.writeProblem(w, r, problem(domain.CodeUnavailable, "the service is shutting down"))
+			return
+		}
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
 		s.writeProblem(w, r, problem(domain.CodeUnavailable, "the database does not answer"))
 		return

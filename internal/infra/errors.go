@@ -62,6 +62,11 @@ func translate(err error) error {
 		case sqlLockNotAvailable, sqlQueryCanceled, sqlAdminShutdown, sqlCannotConnectNow:
 			return errors.Join(app.ErrUnavailable, err)
 		}
+		if strings.HasPrefix(pgErr.Code, "08") {
+			// Connection exceptions, such as PgBouncer's "server login has
+			// been failing, try again later" (08P01) while PostgreSQL is down.
+			return errors.Join(app.ErrUnavailable, err)
+		}
 		return err
 	}
 	if isConnError(err) {

@@ -66,6 +66,8 @@ type Options struct {
 	NoKeyLatch bool
 	// DatabaseURL, when set, is used instead of a fresh database.
 	DatabaseURL string
+	// RequestTimeout is REQUEST_TIMEOUT (default none).
+	RequestTimeout time.Duration
 }
 
 // New starts the service on a fresh database and creates one staff actor.
@@ -116,7 +118,7 @@ func New(t testing.TB, opts ...Options) *Env {
 		tx = o.Wrap(tx)
 	}
 	uc := app.New(tx)
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc}))
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc, RequestTimeout: o.RequestTimeout}))
 	t.Cleanup(srv.Close)
 	// Cleanups run last in, first out: held connections go on before the
 	// server and the pool wait for them.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,16 +87,73 @@ func Direct(dbURL string) string {
 }
 
 func startPgBouncer(admin string) (string, error) {
+	b, err := newBouncer(admin)
+	if err != nil {
+		return "", err
+	}
+	bouncerProc, bouncerDir = b.cmd, b.dir
+	return b.addr, nil
+}
+
+// Bouncer is a PgBouncer of a test's own, in front of a target it chooses
+// (for example a Proxy that can stop like a failed server).
+type Bouncer struct {
+	addr string
+	cmd  *exec.Cmd
+	dir  string
+}
+
+// StartPgBouncer starts a PgBouncer in transaction mode, default settings
+// otherwise, that forwards to target (host:port) as the test server's user,
+// and stops it when t ends. It needs the Debian pgbouncer package.
+func StartPgBouncer(t testing.TB, target string) *Bouncer {
+	t.Helper()
+	admin, err := server()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, howTo)
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = target
+	b, err := newBouncer(u.String())
+	if err != nil {
+		t.Fatalf("start pgbouncer: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = b.cmd.Process.Kill()
+		_ = os.RemoveAll(b.dir)
+	})
+	return b
+}
+
+// Via returns dbURL with its host replaced by the bouncer's and pgx's
+// default_query_exec_mode set to cache_describe.
+func (b *Bouncer) Via(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	u.Host = b.addr
+	q := u.Query()
+	q.Set("default_query_exec_mode", "cache_describe")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// newBouncer starts a PgBouncer in front of the server of admin.
+func newBouncer(admin string) (*Bouncer, error) {
 	bin := os.Getenv("PGBOUNCER_BIN")
 	if bin == "" {
 		bin = "/usr/sbin/pgbouncer"
 	}
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%w\n%s", err, pgbouncerHowTo)
+		return nil, fmt.Errorf("%w\n%s", err, pgbouncerHowTo)
 	}
 	au, err := url.Parse(admin)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	pgHost, pgPort := au.Hostname(), au.Port()
 	if pgPort == "" {
@@ -106,13 +164,12 @@ func startPgBouncer(admin string) (string, error) {
 
 	port, err := freePort()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "ordersvc-pgbouncer-")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	bouncerDir = dir
 	conf := fmt.Sprintf(`[databases]
 * = host=%s port=%s
 
@@ -138,17 +195,16 @@ pidfile = %s
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	cmd := exec.Command(bin, filepath.Join(dir, "pgbouncer.ini"))
 	if err := asPostgresUser(cmd, dir); err != nil {
-		return "", fmt.Errorf("%w\n%s", err, pgbouncerHowTo)
+		return nil, fmt.Errorf("%w\n%s", err, pgbouncerHowTo)
 	}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start pgbouncer: %w\n%s", err, pgbouncerHowTo)
+		return nil, fmt.Errorf("start pgbouncer: %w\n%s", err, pgbouncerHowTo)
 	}
-	bouncerProc = cmd
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
@@ -166,17 +222,17 @@ pidfile = %s
 		}
 		cancel()
 		if err == nil {
-			return addr, nil
+			return &Bouncer{addr: addr, cmd: cmd, dir: dir}, nil
 		}
 		select {
 		case werr := <-exited:
 			log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
-			return "", fmt.Errorf("pgbouncer exited: %v\n%s", werr, log)
+			return nil, fmt.Errorf("pgbouncer exited: %v\n%s", werr, log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			stopPgBouncer()
-			return "", fmt.Errorf("pgbouncer on %s did not answer: %w", addr, err)
+			_ = cmd.Process.Kill()
+			return nil, fmt.Errorf("pgbouncer on %s did not answer: %w", addr, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
