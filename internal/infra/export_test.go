@@ -13,7 +13,7 @@ import (
 // catch.
 func UnfenceMark(d *Dispatcher) {
 	d.mark = func(ctx context.Context, ids []uuid.UUID, _ pgtype.Timestamptz) (int64, error) {
-		tag, err := d.db.Exec(ctx, `UPDATE outbox_events SET state = 'delivered', delivered_at = now(), last_error = NULL
+		tag, err := d.pool.Exec(ctx, `UPDATE outbox_events SET state = 'delivered', delivered_at = now(), last_error = NULL
 			WHERE id = ANY ($1::uuid[]) AND state = 'claimed'`, ids)
 		return tag.RowsAffected(), err
 	}

@@ -101,7 +101,10 @@ const finishTimeout = 5 * time.Second
 // every other claim until its owner finishes or releases it or the reaper
 // takes it back. Delivery is at least once; see docs/events.md.
 type Dispatcher struct {
-	db      *pipe // each statement on its own, with the pool's guards
+	// pool runs each statement on its own. The dispatcher's statements
+	// are bounded by its own contexts (finishTimeout, the claim timeout),
+	// so they carry no guard statement.
+	pool    *pgxpool.Pool
 	q       *dbsqlc.Queries
 	log     *slog.Logger
 	cfg     OutboxConfig
@@ -116,7 +119,7 @@ type Dispatcher struct {
 // when reg is not nil.
 func NewDispatcher(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, cfg OutboxConfig) *Dispatcher {
 	cfg.defaults()
-	d := &Dispatcher{db: newPoolPipe(pool), q: dbsqlc.New(), log: log, cfg: cfg, metrics: newOutboxMetrics(pool)}
+	d := &Dispatcher{pool: pool, q: dbsqlc.New(), log: log, cfg: cfg, metrics: newOutboxMetrics(pool)}
 	d.mark = d.markFenced
 	if cfg.WebhookURL == "" {
 		d.sink = logSink{log: log}
@@ -206,7 +209,7 @@ func (d *Dispatcher) Claim(ctx context.Context) (Claim, error) {
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	start := time.Now()
-	rows, err := d.q.OutboxClaim(qctx, d.db, int32(d.cfg.BatchSize))
+	rows, err := d.q.OutboxClaim(qctx, d.pool, int32(d.cfg.BatchSize))
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim: %w", translate(err))
 	}
@@ -346,7 +349,7 @@ func (d *Dispatcher) markDelivered(ctx context.Context, c Claim, ids []uuid.UUID
 
 // markFenced is the production mark: only events still held by this claim.
 func (d *Dispatcher) markFenced(ctx context.Context, ids []uuid.UUID, at pgtype.Timestamptz) (int64, error) {
-	return d.q.OutboxMarkDelivered(ctx, d.db, dbsqlc.OutboxMarkDeliveredParams{Ids: ids, ClaimedAt: at})
+	return d.q.OutboxMarkDelivered(ctx, d.pool, dbsqlc.OutboxMarkDeliveredParams{Ids: ids, ClaimedAt: at})
 }
 
 // fail records one failed delivery, guarded by the claim: dead at once for
@@ -360,7 +363,7 @@ func (d *Dispatcher) fail(ctx context.Context, c Claim, ev Event, res result) er
 	var err error
 	if res.permanent {
 		d.metrics.failed.WithLabelValues("permanent").Inc()
-		n, err = d.q.OutboxMarkDead(ctx, d.db, dbsqlc.OutboxMarkDeadParams{ID: ev.ID, ClaimedAt: c.at, LastError: res.err})
+		n, err = d.q.OutboxMarkDead(ctx, d.pool, dbsqlc.OutboxMarkDeadParams{ID: ev.ID, ClaimedAt: c.at, LastError: res.err})
 		if err == nil && n == 1 {
 			d.metrics.dead.Inc()
 			log.Error("outbox event dead: the receiver refused it", "err", res.err)
@@ -369,7 +372,7 @@ func (d *Dispatcher) fail(ctx context.Context, c Claim, ev Event, res result) er
 		d.metrics.failed.WithLabelValues("transient").Inc()
 		delay := max(d.backoff(ev.Attempts), min(res.retryAfter, d.cfg.BackoffMax))
 		var state string
-		state, err = d.q.OutboxRetryLater(ctx, d.db, dbsqlc.OutboxRetryLaterParams{
+		state, err = d.q.OutboxRetryLater(ctx, d.pool, dbsqlc.OutboxRetryLaterParams{
 			ID: ev.ID, ClaimedAt: c.at, MaxAttempts: int32(d.cfg.MaxAttempts), BackoffSeconds: delay.Seconds(), LastError: res.err,
 		})
 		if err == nil {
@@ -406,7 +409,7 @@ func (d *Dispatcher) release(ctx context.Context, c Claim, evs []Event) error {
 	for i, ev := range evs {
 		ids[i] = ev.ID
 	}
-	n, err := d.q.OutboxRelease(ctx, d.db, dbsqlc.OutboxReleaseParams{Ids: ids, ClaimedAt: c.at})
+	n, err := d.q.OutboxRelease(ctx, d.pool, dbsqlc.OutboxReleaseParams{Ids: ids, ClaimedAt: c.at})
 	if err != nil {
 		return fmt.Errorf("release %d events: %w", len(ids), translate(err))
 	}
@@ -418,7 +421,7 @@ func (d *Dispatcher) release(ctx context.Context, c Claim, evs []Event) error {
 // dispatcher died or stalled. An event whose attempts are used up goes dead
 // instead, so that an event that crashes every dispatcher stops circulating.
 func (d *Dispatcher) Reap(ctx context.Context) (int, error) {
-	rows, err := d.q.OutboxReap(ctx, d.db, dbsqlc.OutboxReapParams{
+	rows, err := d.q.OutboxReap(ctx, d.pool, dbsqlc.OutboxReapParams{
 		MaxAttempts: int32(d.cfg.MaxAttempts), ClaimTimeoutSeconds: d.cfg.ClaimTimeout.Seconds(),
 	})
 	if err != nil {

@@ -44,7 +44,7 @@ type PoolConfig struct {
 // The guards are not connection settings: a connection-level setting (a
 // startup parameter, or SET) is refused by PgBouncer in transaction mode or,
 // worse, stays on a server connection that the pooler then hands to another
-// client. The Runner, the Dispatcher and the Purger send them per
+// client. The Runner and the Purger send them per
 // transaction instead (GuardsSet, with is_local), in front of the first
 // statement, in the same round trip: they hold on a direct connection and
 // behind a transaction pooler alike, and cost no round trip.
@@ -102,7 +102,7 @@ func (g *guards) query() *pgx.QueuedQuery {
 }
 
 // guardsOf holds the guards of every pool NewPool opened (a few bytes
-// each), so that the Runner, the Dispatcher and the Purger built on a pool
+// each), so that the Runner and the Purger built on a pool
 // send its guards without every constructor taking them again.
 var guardsOf sync.Map // *pgxpool.Pool → *guards
 
