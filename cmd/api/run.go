@@ -158,6 +158,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	runner := newRunner(pool, log, reg, c)
+	infra.RegisterPoolMetrics(reg, pool)
 
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {

@@ -62,6 +62,13 @@ func NewServer(d Deps) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
+// keyedOperations are the operations that take an Idempotency-Key (the
+// scope's operation name); ifMatchRoutes the routes that take If-Match.
+var (
+	keyedOperations = []string{"createProduct", "updateProduct", "adjustStock", "placeOrder", "cancelOrder", "shipOrder", "recordPayment", "deactivateActor"}
+	ifMatchRoutes   = []string{"/v1/products/{id}", "/v1/orders/{id}/cancel", "/v1/orders/{id}/ship"}
+)
+
 type metrics struct {
 	requests         *prometheus.CounterVec
 	latency          *prometheus.HistogramVec
@@ -88,6 +95,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		versionConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersvc_version_conflicts_total", Help: "Writes refused because If-Match named a version that is not current, by route.",
 		}, []string{"route"}),
+	}
+	// Every series whose labels are a closed set exists from the start, at
+	// zero, so that rate() and alerts see it before its first increment.
+	for _, op := range keyedOperations {
+		m.replays.WithLabelValues(op)
+	}
+	for _, code := range []string{string(domain.CodeKeyReused), string(domain.CodeKeyInProgress)} {
+		m.keyConflicts.WithLabelValues(code)
+	}
+	for _, route := range ifMatchRoutes {
+		m.versionConflicts.WithLabelValues(route)
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.latency, m.replays, m.keyConflicts, m.versionConflicts)

@@ -485,6 +485,8 @@ func newOutboxMetrics(pool *pgxpool.Pool) *outboxMetrics {
 }
 
 func (m *outboxMetrics) register(reg prometheus.Registerer) {
+	m.failed.WithLabelValues("transient") // present from the start, at zero
+	m.failed.WithLabelValues("permanent")
 	reg.MustRegister(m.delivered, m.failed, m.dead, m.reaped, m.oldest)
 }
 

@@ -54,6 +54,8 @@ func NewRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, 
 			Help: "Transactions run again after a serialization failure (40001) or deadlock (40P01).",
 		}, []string{"sqlstate"}),
 	}
+	r.retries.WithLabelValues(sqlSerializationFailure) // present from the start, at zero
+	r.retries.WithLabelValues(sqlDeadlockDetected)
 	if reg != nil {
 		reg.MustRegister(r.retries)
 	}
