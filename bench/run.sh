@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh — the recipe behind `make bench` (issue #6).
+# bench/run.sh — the recipe behind `make bench`.
 #
 # Starts a throwaway PostgreSQL (initdb in a temp dir, as CI does), builds and
 # migrates the service, creates the customers with `api actor create`, seeds

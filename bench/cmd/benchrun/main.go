@@ -1,4 +1,4 @@
-// Command benchrun runs the benchmark matrix of issue #6 against a service
+// Command benchrun runs the benchmark matrix against a service
 // binary and a PostgreSQL server that bench/run.sh has prepared: every
 // scenario at every concurrency for a fixed time, pgbench's ceiling scripts
 // in between, the invariants after each run, statement and round-trip
