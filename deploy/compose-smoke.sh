@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the whole stack in docker-compose.yml: build, migrate, serve,
 # then a staff member adds a product and a customer places an order, replays it
-# with the same Idempotency-Key, and /metrics answers. The stack and its
+# with the same Idempotency-Key, /metrics answers and `api check` finds
+# nothing. The stack and its
 # volumes are removed afterwards, also on failure (then its logs are printed).
 #
 #   deploy/compose-smoke.sh                                             # registry access
@@ -144,3 +145,8 @@ grep -qiE '^content-type:[[:space:]]*text/plain' "$tmp/metrics.headers" ||
 	fail "/metrics content type: $(grep -i '^content-type' "$tmp/metrics.headers")"
 grep -qE '^# (HELP|TYPE) ' "$tmp/metrics.body" || fail "/metrics is not Prometheus text: $(head -c 500 "$tmp/metrics.body")"
 pass "/metrics answers Prometheus text ($(grep -c '^# TYPE ' "$tmp/metrics.body") metric families)"
+
+step "api check"
+check_out=$("${compose[@]}" exec -T api /api check 2>&1) ||
+	fail "api check found maintained values that disagree with the orders: $check_out"
+pass "api check finds every maintained balance and stock level consistent"
