@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -110,12 +111,22 @@ func (r *OutboxRetention) DeleteOnce(ctx context.Context) (int64, error) {
 	return total, nil
 }
 
+// batch deletes one batch in its own transaction under the retention lock,
+// with the pool's guards in force like every other transaction (they ride
+// with BEGIN, so they hold behind PgBouncer too).
 func (r *OutboxRetention) batch(ctx context.Context, before, from time.Time) (n int64, last time.Time, locked bool, err error) {
-	tx, err := r.pool.Begin(ctx)
+	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
 		return 0, from, false, fmt.Errorf("outbox retention batch: begin: %w", translate(err))
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
+	defer conn.Release()
+	tx := newTxPipe(conn, poolGuards(r.pool), pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	committed := false
+	defer func() {
+		if !committed {
+			tx.rollback(context.WithoutCancel(ctx))
+		}
+	}()
 	if locked, err = r.q.OutboxRetentionLock(ctx, tx); err != nil || !locked {
 		return 0, from, false, translate(err)
 	}
@@ -125,9 +136,10 @@ func (r *OutboxRetention) batch(ctx context.Context, before, from time.Time) (n 
 	if err != nil {
 		return 0, from, true, fmt.Errorf("outbox retention batch: %w", translate(err))
 	}
-	if err = tx.Commit(ctx); err != nil {
+	if err = tx.commit(ctx); err != nil {
 		return 0, from, true, fmt.Errorf("outbox retention batch: commit: %w", translate(err))
 	}
+	committed = true
 	r.deleted.Add(float64(res.Deleted))
 	return res.Deleted, res.LastDelivered, true, nil
 }
