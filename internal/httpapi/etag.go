@@ -43,7 +43,7 @@ type ifMatch struct {
 // lines. A write needs a strong tag that names a version; "*" is not enough,
 // because it would skip the very check that the precondition exists for.
 func parseIfMatch(lines []string) ifMatch {
-	h := strings.TrimSpace(strings.Join(lines, ","))
+	h := trimOWS(strings.Join(lines, ","))
 	if strings.Trim(h, ", \t") == "" {
 		return ifMatch{result: ifMatchMissing}
 	}
@@ -86,7 +86,7 @@ func parseStrongTag(tag string) (domain.Version, bool) {
 // GET answers in full (RFC 9110 §13.1.2 lets a server ignore a malformed
 // precondition on a safe method).
 func noneMatch(lines []string, v domain.Version) bool {
-	h := strings.TrimSpace(strings.Join(lines, ","))
+	h := trimOWS(strings.Join(lines, ","))
 	if h == "" {
 		return false
 	}
@@ -163,8 +163,13 @@ func element(h string, start int) string {
 	if k := strings.IndexByte(e, ','); k >= 0 {
 		e = e[:k]
 	}
-	return strings.TrimSpace(e)
+	return trimOWS(e)
 }
+
+// trimOWS strips optional whitespace (RFC 9110 §5.6.3: spaces and
+// horizontal tabs) and nothing else: a vertical tab or form feed is a
+// control character, not a separator, so a value holding one is no list.
+func trimOWS(s string) string { return strings.Trim(s, " \t") }
 
 // quotedForm is what the caller probably meant by a value that is not an
 // entity tag: v3 is "v3". A value with nothing usable in it gets an example.

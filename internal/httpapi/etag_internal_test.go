@@ -71,6 +71,8 @@ func TestParseIfMatch(t *testing.T) {
 		{[]string{`*`, `"v1"`}, ifMatchMalformed, nil, "*"},
 		{[]string{`garbage`}, ifMatchMalformed, nil, "garbage"},
 		{[]string{"\"v1\x00\""}, ifMatchMalformed, nil, "\"v1\x00\""},
+		{[]string{"\"v1\"\v"}, ifMatchMalformed, nil, "\"v1\"\v"},
+		{[]string{"\f\"v1\""}, ifMatchMalformed, nil, "\f\"v1\""},
 	}
 	for _, c := range cases {
 		m := parseIfMatch(c.lines)
@@ -130,6 +132,9 @@ func TestNoneMatch(t *testing.T) {
 		{`garbage`, 1, false},
 		{`"v2", v1`, 1, false},
 		{`"a,b", "v1"`, 1, true},
+		{"\t\"v1\"\t", 1, true},
+		{"\"v1\"\v", 1, false}, // only spaces and tabs are optional whitespace
+		{"\f*", 1, false},
 	}
 	for _, c := range cases {
 		if got := noneMatch([]string{c.header}, c.v); got != c.want {

@@ -236,7 +236,7 @@ func FuzzIfNoneMatch(f *testing.F) {
 		if !noneMatch([]string{h}, ver) {
 			return
 		}
-		if strings.TrimSpace(h) == "*" {
+		if trimOWS(h) == "*" {
 			return
 		}
 		tags, _, ok := entityTags(h)

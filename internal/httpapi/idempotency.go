@@ -32,7 +32,7 @@ func parseKey(h []string) (key string, present bool, ok bool) {
 	if len(h) > 1 {
 		return "", true, false
 	}
-	v := strings.TrimSpace(h[0])
+	v := trimOWS(h[0])
 	if strings.HasPrefix(v, `"`) {
 		var b strings.Builder
 		if len(v) < 2 || !strings.HasSuffix(v, `"`) {
