@@ -366,7 +366,7 @@ func actorCreate(ctx context.Context, args []string, getenv func(string) string,
 	}
 	defer pool.Close()
 	runner := newRunner(pool, newLogger(io.Discard, slog.LevelError), nil, c)
-	out, err := app.CreateActor{Tx: runner}.Handle(ctx, app.CreateActorCommand{Name: *name, Role: *role, CreditLimitCents: *limit})
+	out, err := app.CreateActor{Transactor: runner}.Handle(ctx, app.CreateActorCommand{Name: *name, Role: *role, CreditLimitCents: *limit})
 	if err != nil {
 		var de *domain.Error
 		if errors.As(err, &de) {

@@ -51,7 +51,7 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		{Name: "Alice", Role: "customer", CreditLimitCents: 100_000_00},
 		{Name: "Bob", Role: "customer", CreditLimitCents: 500_00},
 	} {
-		res, err := app.CreateActor{Tx: runner}.Handle(ctx, a)
+		res, err := app.CreateActor{Transactor: runner}.Handle(ctx, a)
 		if err != nil {
 			return fmt.Errorf("seed actor %s: %w", a.Name, err)
 		}

@@ -23,7 +23,7 @@ func HashToken(token string) []byte {
 
 // CreateActor creates an actor with one API token. It runs from the command
 // line, not over HTTP. The token is returned once and stored only as a hash.
-type CreateActor struct{ Tx Transactor }
+type CreateActor struct{ Transactor Transactor }
 
 // CreateActorCommand is the input of CreateActor.
 type CreateActorCommand struct {
@@ -60,8 +60,8 @@ func (h CreateActor) Handle(ctx context.Context, cmd CreateActorCommand) (Create
 	}
 	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(secret)
 	var out CreatedActor
-	err = h.Tx.InTx(ctx, ReadCommitted, func(ctx context.Context, tx Tx) error {
-		a, err := tx.Actors().Insert(ctx, domain.Actor{ID: id, Name: name, Role: role, CreditLimitCents: limit, Active: true}, HashToken(token))
+	err = h.Transactor.InTx(ctx, ReadCommitted, func(ctx context.Context, repos Repositories) error {
+		a, err := repos.Actors().Insert(ctx, domain.Actor{ID: id, Name: name, Role: role, CreditLimitCents: limit, Active: true}, HashToken(token))
 		out = CreatedActor{Actor: a, Token: token}
 		return err
 	})
@@ -76,7 +76,7 @@ func (h CreateActor) Handle(ctx context.Context, cmd CreateActorCommand) (Create
 // SERIALIZABLE (pattern 7) with the runner's bounded, jittered
 // whole-transaction retry; after the retry the loser sees the winner's commit
 // and gets last_staff. Codes: forbidden, not_found, last_staff.
-type DeactivateActor struct{ Tx Transactor }
+type DeactivateActor struct{ Transactor Transactor }
 
 // DeactivateActorCommand is the input of DeactivateActor.
 type DeactivateActorCommand struct {
@@ -88,13 +88,13 @@ func (h DeactivateActor) Handle(ctx context.Context, cmd DeactivateActorCommand,
 	if err := requireStaff(call.Principal); err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Tx, Serializable, call, func(ctx context.Context, tx Tx) (domain.Actor, error) {
-		a, err := tx.Actors().Get(ctx, cmd.ID)
+	return execute(ctx, h.Transactor, Serializable, call, func(ctx context.Context, repos Repositories) (domain.Actor, error) {
+		a, err := repos.Actors().Get(ctx, cmd.ID)
 		if err != nil {
 			return domain.Actor{}, err
 		}
 		if a.Role == domain.RoleStaff && a.Active {
-			others, err := tx.Actors().CountOtherActiveStaff(ctx, a.ID)
+			others, err := repos.Actors().CountOtherActiveStaff(ctx, a.ID)
 			if err != nil {
 				return domain.Actor{}, err
 			}
@@ -102,6 +102,6 @@ func (h DeactivateActor) Handle(ctx context.Context, cmd DeactivateActorCommand,
 				return domain.Actor{}, domain.Errorf(domain.CodeLastStaff, "actor %s is the last active staff member", a.ID)
 			}
 		}
-		return tx.Actors().Deactivate(ctx, a.ID)
+		return repos.Actors().Deactivate(ctx, a.ID)
 	})
 }

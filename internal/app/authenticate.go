@@ -28,7 +28,7 @@ import (
 //
 // Codes: unauthenticated.
 type Authenticate struct {
-	Tx Transactor
+	Transactor Transactor
 	// Cache, when set, spares the separate lookup round trip for tokens
 	// this process has seen; nil looks every token up on its own.
 	Cache *TokenCache
@@ -57,7 +57,7 @@ func (h Authenticate) Handle(ctx context.Context, token string) (context.Context
 }
 
 func (h Authenticate) lookup(ctx context.Context, hash []byte) (Principal, error) {
-	p, err := h.Tx.Read().Actors().ByTokenHash(ctx, hash)
+	p, err := h.Transactor.WithoutTx().Actors().ByTokenHash(ctx, hash)
 	if err != nil {
 		if domain.ErrorCode(err) == domain.CodeNotFound {
 			return Principal{}, ErrUnauthenticated
@@ -82,7 +82,7 @@ func (h Authenticate) Confirm(ctx context.Context) error {
 		}
 		return nil
 	}
-	p, err := h.Tx.Read().Actors().ByTokenHash(WithoutAuthCheck(ctx), c.hash)
+	p, err := h.Transactor.WithoutTx().Actors().ByTokenHash(WithoutAuthCheck(ctx), c.hash)
 	switch {
 	case domain.ErrorCode(err) == domain.CodeNotFound:
 		return c.Settle(Principal{}, false)

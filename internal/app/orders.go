@@ -39,12 +39,12 @@ import (
 //     are the last line of defence.
 //
 // Steps 1 and 2's statements go to the server in one round trip and step
-// 4's in another when the Tx pipelines them (PlacementStore); the statements
+// 4's in another when the repositories pipeline them (PlacementStore); the statements
 // and their order are the same either way.
 //
 // Codes: forbidden (not a customer), validation_failed (unknown product),
 // insufficient_stock, credit_limit_exceeded, and the key codes.
-type PlaceOrder struct{ Tx Transactor }
+type PlaceOrder struct{ Transactor Transactor }
 
 // PlaceOrderCommand is the input of PlaceOrder.
 type PlaceOrderCommand struct {
@@ -63,8 +63,8 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 	}
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return compareUUID(a, b) })
 
-	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Order, error) {
-		store := placementStore(tx)
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+		store := placementStore(repos)
 		locked, err := store.LockForPlacement(ctx, customer, ids)
 		if err != nil {
 			return nil, err
@@ -111,7 +111,7 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Outbox().Append(ctx, orderEvent(EventOrderPlaced, placed)); err != nil {
+		if err := repos.Outbox().Append(ctx, orderEvent(EventOrderPlaced, placed)); err != nil {
 			return nil, err
 		}
 		return placed, nil
@@ -120,22 +120,22 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 
 // placementStore returns tx's pipelined placement statements when it has
 // them, else the same statements one repository call at a time.
-func placementStore(tx Tx) PlacementStore {
-	if p, ok := tx.(PlacementStore); ok {
+func placementStore(repos Repositories) PlacementStore {
+	if p, ok := repos.(PlacementStore); ok {
 		return p
 	}
-	return stepwisePlacement{tx}
+	return stepwisePlacement{repos}
 }
 
 // stepwisePlacement is PlacementStore built from the repositories.
-type stepwisePlacement struct{ tx Tx }
+type stepwisePlacement struct{ repos Repositories }
 
 func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (PlacementLocks, error) {
-	credit, err := s.tx.Actors().LockForOrder(ctx, customer)
+	credit, err := s.repos.Actors().LockForOrder(ctx, customer)
 	if err != nil || !credit.Active {
 		return PlacementLocks{Credit: credit}, err
 	}
-	rows, err := s.tx.Stock().LockForUpdate(ctx, ids)
+	rows, err := s.repos.Stock().LockForUpdate(ctx, ids)
 	if err != nil {
 		return PlacementLocks{}, err
 	}
@@ -143,17 +143,17 @@ func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.U
 }
 
 func (s stepwisePlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-	ok, err := s.tx.Actors().ChargeBalance(ctx, o.CustomerID(), o.Total())
+	ok, err := s.repos.Actors().ChargeBalance(ctx, o.CustomerID(), o.Total())
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, ErrCreditRefused
 	}
-	if err := s.tx.Stock().AddStock(ctx, take); err != nil {
+	if err := s.repos.Stock().AddStock(ctx, take); err != nil {
 		return nil, err
 	}
-	return s.tx.Orders().Insert(ctx, o)
+	return s.repos.Orders().Insert(ctx, o)
 }
 
 func compareUUID(a, b uuid.UUID) int {
@@ -169,12 +169,12 @@ func compareUUID(a, b uuid.UUID) int {
 }
 
 // Orders answers the order queries.
-type Orders struct{ Tx Transactor }
+type Orders struct{ Transactor Transactor }
 
 // Get returns an order visible to the caller. Another customer's order is
 // reported as not found, so that its existence is not revealed.
 func (q Orders) Get(ctx context.Context, p Principal, id uuid.UUID) (*domain.Order, error) {
-	o, err := q.Tx.Read().Orders().Get(ctx, id)
+	o, err := q.Transactor.WithoutTx().Orders().Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (q Orders) List(ctx context.Context, p Principal, page Page) ([]*domain.Ord
 	if p.IsStaff() {
 		customer = uuid.Nil
 	}
-	return q.Tx.Read().Orders().List(ctx, customer, page)
+	return q.Transactor.WithoutTx().Orders().List(ctx, customer, page)
 }
 
 // TransitionOrder cancels or ships an order.
@@ -213,7 +213,7 @@ func (q Orders) List(ctx context.Context, p Principal, page Page) ([]*domain.Ord
 // Codes: forbidden
 // (a customer shipping), not_found (missing or another customer's order),
 // version_conflict, invalid_transition.
-type TransitionOrder struct{ Tx Transactor }
+type TransitionOrder struct{ Transactor Transactor }
 
 // Transition names an order move.
 type Transition int
@@ -241,8 +241,8 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 		}
 	}
 	p := call.Principal
-	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Order, error) {
-		o, err := tx.Orders().Get(ctx, cmd.ID)
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+		o, err := repos.Orders().Get(ctx, cmd.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -263,12 +263,12 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 		if err != nil {
 			return nil, err
 		}
-		updated, err := tx.Orders().SetStatus(ctx, o, o.Version())
+		updated, err := repos.Orders().SetStatus(ctx, o, o.Version())
 		if err != nil {
 			return nil, err
 		}
 		if cmd.Move == Cancel {
-			if err := tx.Actors().ReleaseBalance(ctx, updated.CustomerID(), updated.Outstanding()); err != nil {
+			if err := repos.Actors().ReleaseBalance(ctx, updated.CustomerID(), updated.Outstanding()); err != nil {
 				return nil, err
 			}
 			ids := make([]uuid.UUID, 0, len(o.Lines()))
@@ -278,10 +278,10 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 				back[l.ProductID] += int64(l.Quantity)
 			}
 			slices.SortFunc(ids, compareUUID)
-			if _, err := tx.Stock().LockForUpdate(ctx, ids); err != nil {
+			if _, err := repos.Stock().LockForUpdate(ctx, ids); err != nil {
 				return nil, err
 			}
-			if err := tx.Stock().AddStock(ctx, back); err != nil {
+			if err := repos.Stock().AddStock(ctx, back); err != nil {
 				return nil, err
 			}
 		}
@@ -289,7 +289,7 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 		if cmd.Move == Cancel {
 			ev = EventOrderCancelled
 		}
-		if err := tx.Outbox().Append(ctx, orderEvent(ev, updated)); err != nil {
+		if err := repos.Outbox().Append(ctx, orderEvent(ev, updated)); err != nil {
 			return nil, err
 		}
 		return updated, nil
@@ -309,7 +309,7 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 // instead of counting twice. payment.recorded is appended in the same
 // transaction.
 // Codes: not_found, invalid_transition, overpayment.
-type RecordPayment struct{ Tx Transactor }
+type RecordPayment struct{ Transactor Transactor }
 
 // RecordPaymentCommand is the input of RecordPayment.
 type RecordPaymentCommand struct {
@@ -327,21 +327,21 @@ type PaymentRecorded struct {
 // Handle runs the command.
 func (h RecordPayment) Handle(ctx context.Context, cmd RecordPaymentCommand, call Call[PaymentRecorded]) (Outcome, error) {
 	p := call.Principal
-	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (PaymentRecorded, error) {
-		o, err := tx.Orders().Get(ctx, cmd.OrderID)
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (PaymentRecorded, error) {
+		o, err := repos.Orders().Get(ctx, cmd.OrderID)
 		if err != nil {
 			return PaymentRecorded{}, err
 		}
 		if !o.VisibleTo(p.ID, p.Role) {
 			return PaymentRecorded{}, domain.ErrNotFound
 		}
-		updated, ok, err := tx.Orders().AddPayment(ctx, cmd.OrderID, p.ID, cmd.Amount)
+		updated, ok, err := repos.Orders().AddPayment(ctx, cmd.OrderID, p.ID, cmd.Amount)
 		if err != nil {
 			return PaymentRecorded{}, err
 		}
 		if !ok {
 			// The guard refused. Explain why from the current state.
-			now, err := tx.Orders().Get(ctx, cmd.OrderID)
+			now, err := repos.Orders().Get(ctx, cmd.OrderID)
 			if err != nil {
 				return PaymentRecorded{}, err
 			}
@@ -350,10 +350,10 @@ func (h RecordPayment) Handle(ctx context.Context, cmd RecordPaymentCommand, cal
 			}
 			return PaymentRecorded{}, domain.Errorf(domain.CodeOverpayment, "payment of %d cents exceeds the remaining balance", cmd.Amount)
 		}
-		if err := tx.Actors().ReleaseBalance(ctx, updated.CustomerID(), cmd.Amount); err != nil {
+		if err := repos.Actors().ReleaseBalance(ctx, updated.CustomerID(), cmd.Amount); err != nil {
 			return PaymentRecorded{}, err
 		}
-		if err := tx.Outbox().Append(ctx, Event{Type: EventPaymentRecorded, AggregateID: updated.ID(), Data: PaymentEventData{
+		if err := repos.Outbox().Append(ctx, Event{Type: EventPaymentRecorded, AggregateID: updated.ID(), Data: PaymentEventData{
 			OrderID: updated.ID(), CustomerID: updated.CustomerID(), AmountCents: int64(cmd.Amount),
 			PaidCents: int64(updated.Paid()), TotalCents: int64(updated.Total()), OrderStatus: updated.Status().String(),
 		}}); err != nil {

@@ -24,19 +24,25 @@ const (
 	Serializable
 )
 
-// Transactor runs a unit of work in one database transaction. Implementations
-// retry the whole function on serialization failures and deadlocks (40001,
-// 40P01) with bounded, jittered backoff, so fn must be safe to run again: it
-// may not keep state between attempts or touch the network.
+// Transactor gives the use cases their repositories, in a transaction or
+// without one. InTx runs fn in one database transaction, with the
+// repositories bound to it. Implementations retry the whole function on
+// serialization failures and deadlocks (40001, 40P01) with bounded, jittered
+// backoff, so fn must be safe to run again: it may not keep state between
+// attempts or touch the network.
 type Transactor interface {
-	InTx(ctx context.Context, iso Isolation, fn func(ctx context.Context, tx Tx) error) error
-	// Read gives repositories that run each statement on its own, outside
-	// an explicit transaction, for queries.
-	Read() Tx
+	InTx(ctx context.Context, iso Isolation, fn func(ctx context.Context, repos Repositories) error) error
+	// WithoutTx gives repositories that run each statement on its own,
+	// outside any explicit transaction: for queries, which read one
+	// statement's snapshot and lock nothing.
+	WithoutTx() Repositories
 }
 
-// Tx gives the repositories bound to one transaction.
-type Tx interface {
+// Repositories is the set of repositories a use case works with, all bound
+// to one connection: the transaction of Transactor.InTx, or none
+// (Transactor.WithoutTx). It is not a transaction itself: it neither
+// commits nor rolls back.
+type Repositories interface {
 	Products() ProductRepo
 	Stock() StockRepo
 	Orders() OrderRepo
@@ -74,12 +80,12 @@ type StockRepo interface {
 	AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error
 }
 
-// PlacementStore is an optional capability of a Tx: it sends placement's
-// statements in two round trips instead of five. It runs exactly the
-// statements of the repositories' methods named below, in the same order, so
-// it takes the same locks in the same global order and reads and writes the
-// same rows; only the network exchanges are fewer. A Tx without it gets the
-// stepwise path, built from those methods.
+// PlacementStore is an optional capability of Repositories: it sends
+// placement's statements in two round trips instead of five. It runs exactly
+// the statements of the repositories' methods named below, in the same order,
+// so it takes the same locks in the same global order and reads and writes the
+// same rows; only the network exchanges are fewer. Repositories without it get
+// the stepwise path, built from those methods.
 type PlacementStore interface {
 	// LockForPlacement runs ActorRepo.LockForOrder (the customer's row lock
 	// first) and StockRepo.LockForUpdate (the stock rows' locks, by product
@@ -273,7 +279,7 @@ type Outcome struct {
 // With a key, and a Transactor that can (KeyLatch), the request first waits
 // for any other request of this process with the same key, without holding a
 // connection.
-func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[T], fn func(ctx context.Context, tx Tx) (T, error)) (Outcome, error) {
+func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[T], fn func(ctx context.Context, repos Repositories) (T, error)) (Outcome, error) {
 	var out Outcome
 	if l, ok := t.(KeyLatch); ok && call.Key != nil {
 		lctx, release, err := l.LatchKey(ctx, *call.Key)
@@ -283,10 +289,10 @@ func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[
 		defer release()
 		ctx = lctx
 	}
-	err := t.InTx(ctx, iso, func(ctx context.Context, tx Tx) error {
+	err := t.InTx(ctx, iso, func(ctx context.Context, repos Repositories) error {
 		out = Outcome{}
 		if call.Key != nil {
-			prior, err := tx.Keys().Claim(ctx, *call.Key)
+			prior, err := repos.Keys().Claim(ctx, *call.Key)
 			if err != nil {
 				return err
 			}
@@ -295,7 +301,7 @@ func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[
 				return nil
 			}
 		}
-		v, err := fn(ctx, tx)
+		v, err := fn(ctx, repos)
 		if err != nil {
 			return err
 		}
@@ -304,7 +310,7 @@ func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[
 			return err
 		}
 		if call.Key != nil {
-			if err := tx.Keys().Complete(ctx, *call.Key, rcpt); err != nil {
+			if err := repos.Keys().Complete(ctx, *call.Key, rcpt); err != nil {
 				return err
 			}
 		}
@@ -341,17 +347,17 @@ type UseCases struct {
 // New wires every use case to tx.
 func New(tx Transactor) UseCases {
 	return UseCases{
-		Authenticate:    Authenticate{Tx: tx, Cache: NewTokenCache(100_000)},
-		Products:        Products{Tx: tx},
-		Stock:           Stock{Tx: tx},
-		CreateProduct:   CreateProduct{Tx: tx},
-		UpdateProduct:   UpdateProduct{Tx: tx},
-		AdjustStock:     AdjustStock{Tx: tx},
-		Orders:          Orders{Tx: tx},
-		PlaceOrder:      PlaceOrder{Tx: tx},
-		TransitionOrder: TransitionOrder{Tx: tx},
-		RecordPayment:   RecordPayment{Tx: tx},
-		DeactivateActor: DeactivateActor{Tx: tx},
-		CreateActor:     CreateActor{Tx: tx},
+		Authenticate:    Authenticate{Transactor: tx, Cache: NewTokenCache(100_000)},
+		Products:        Products{Transactor: tx},
+		Stock:           Stock{Transactor: tx},
+		CreateProduct:   CreateProduct{Transactor: tx},
+		UpdateProduct:   UpdateProduct{Transactor: tx},
+		AdjustStock:     AdjustStock{Transactor: tx},
+		Orders:          Orders{Transactor: tx},
+		PlaceOrder:      PlaceOrder{Transactor: tx},
+		TransitionOrder: TransitionOrder{Transactor: tx},
+		RecordPayment:   RecordPayment{Transactor: tx},
+		DeactivateActor: DeactivateActor{Transactor: tx},
+		CreateActor:     CreateActor{Transactor: tx},
 	}
 }

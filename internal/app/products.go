@@ -17,7 +17,7 @@ import (
 // initial stock, 0 when none is given) are inserted in one transaction, so
 // neither exists without the other. Codes: forbidden, validation_failed,
 // sku_taken.
-type CreateProduct struct{ Tx Transactor }
+type CreateProduct struct{ Transactor Transactor }
 
 // CreateProductCommand is the input of CreateProduct.
 type CreateProductCommand struct {
@@ -40,12 +40,12 @@ func (h CreateProduct) Handle(ctx context.Context, cmd CreateProductCommand, cal
 	if err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Product, error) {
-		created, err := tx.Products().Insert(ctx, p)
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
+		created, err := repos.Products().Insert(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.Stock().Insert(ctx, level); err != nil {
+		if _, err := repos.Stock().Insert(ctx, level); err != nil {
 			return nil, err
 		}
 		return created, nil
@@ -64,7 +64,7 @@ func (h CreateProduct) Handle(ctx context.Context, cmd CreateProductCommand, cal
 // product, so they never make an edit's If-Match stale
 // (EXT.CONCURRENCY.ADOPT.001), and no placement holds a lock on the product
 // row. Codes: forbidden, validation_failed, not_found, version_conflict.
-type UpdateProduct struct{ Tx Transactor }
+type UpdateProduct struct{ Transactor Transactor }
 
 // UpdateProductCommand is the input of UpdateProduct.
 type UpdateProductCommand struct {
@@ -88,10 +88,10 @@ func (h UpdateProduct) Handle(ctx context.Context, cmd UpdateProductCommand, cal
 	if len(cmd.Expected) == 0 {
 		return Outcome{}, domain.ErrVersionConflict
 	}
-	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (*domain.Product, error) {
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
 		expected := cmd.Expected[0]
 		if len(cmd.Expected) > 1 {
-			current, err := tx.Products().Get(ctx, cmd.ID)
+			current, err := repos.Products().Get(ctx, cmd.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -100,19 +100,19 @@ func (h UpdateProduct) Handle(ctx context.Context, cmd UpdateProductCommand, cal
 			}
 			expected = current.Version()
 		}
-		return tx.Products().Update(ctx, cmd.ID, expected, patch)
+		return repos.Products().Update(ctx, cmd.ID, expected, patch)
 	})
 }
 
 // Products answers the product queries.
-type Products struct{ Tx Transactor }
+type Products struct{ Transactor Transactor }
 
 // Get returns one product; any actor may read the catalogue.
 func (q Products) Get(ctx context.Context, id uuid.UUID) (*domain.Product, error) {
-	return q.Tx.Read().Products().Get(ctx, id)
+	return q.Transactor.WithoutTx().Products().Get(ctx, id)
 }
 
 // List returns a page of products, newest first.
 func (q Products) List(ctx context.Context, page Page) ([]*domain.Product, error) {
-	return q.Tx.Read().Products().List(ctx, page)
+	return q.Transactor.WithoutTx().Products().List(ctx, page)
 }

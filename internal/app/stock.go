@@ -19,7 +19,7 @@ import (
 // changed, so an adjustment never makes a catalogue edit's If-Match stale.
 // stock.adjusted is appended in the same transaction. Codes: forbidden,
 // validation_failed, not_found, insufficient_stock.
-type AdjustStock struct{ Tx Transactor }
+type AdjustStock struct{ Transactor Transactor }
 
 // AdjustStockCommand is the input of AdjustStock.
 type AdjustStockCommand struct {
@@ -37,16 +37,16 @@ func (h AdjustStock) Handle(ctx context.Context, cmd AdjustStockCommand, call Ca
 	if err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Tx, ReadCommitted, call, func(ctx context.Context, tx Tx) (StockAdjusted, error) {
-		level, err := tx.Stock().Adjust(ctx, call.Principal.ID, adj)
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (StockAdjusted, error) {
+		level, err := repos.Stock().Adjust(ctx, call.Principal.ID, adj)
 		if err != nil {
 			return StockAdjusted{}, err
 		}
-		p, err := tx.Products().Get(ctx, adj.ProductID)
+		p, err := repos.Products().Get(ctx, adj.ProductID)
 		if err != nil {
 			return StockAdjusted{}, err
 		}
-		if err := tx.Outbox().Append(ctx, Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
+		if err := repos.Outbox().Append(ctx, Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
 			ProductID: p.ID(), SKU: string(p.SKU()), Delta: adj.Delta, Reason: adj.Reason, Stock: level.Stock(), ActorID: call.Principal.ID,
 		}}); err != nil {
 			return StockAdjusted{}, err
@@ -62,14 +62,14 @@ type StockAdjusted struct {
 }
 
 // Stock answers the inventory queries; any actor may read stock levels.
-type Stock struct{ Tx Transactor }
+type Stock struct{ Transactor Transactor }
 
 // Get returns the stock level of one product.
 func (q Stock) Get(ctx context.Context, productID uuid.UUID) (*domain.StockLevel, error) {
-	return q.Tx.Read().Stock().Get(ctx, productID)
+	return q.Transactor.WithoutTx().Stock().Get(ctx, productID)
 }
 
 // List returns a page of stock levels, newest product first.
 func (q Stock) List(ctx context.Context, page Page) ([]*domain.StockLevel, error) {
-	return q.Tx.Read().Stock().List(ctx, page)
+	return q.Transactor.WithoutTx().Stock().List(ctx, page)
 }

@@ -36,7 +36,7 @@ func commitFault(t *testing.T, cut testkit.Cut, wantCommitted bool, keys app.Key
 	opts := testkit.Options{DatabaseURL: proxy.Via(url)}
 	if keys != nil {
 		opts.Wrap = func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Keys: func(app.Tx) app.KeyStore { return keys }}
+			return testkit.Override{Inner: inner, Keys: func(app.Repositories) app.KeyStore { return keys }}
 		}
 	}
 	e := testkit.New(t, opts)

@@ -179,7 +179,7 @@ func outboxEnv(t *testing.T, w outboxWriter) *testkit.Env {
 	switch w {
 	case beforeCommitOnPool:
 		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Outbox: func(app.Tx) app.OutboxRepo { return inner.Read().Outbox() }}
+			return testkit.Override{Inner: inner, Outbox: func(app.Repositories) app.OutboxRepo { return inner.WithoutTx().Outbox() }}
 		}})
 	case afterCommitOnPool:
 		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
@@ -193,11 +193,11 @@ func outboxEnv(t *testing.T, w outboxWriter) *testkit.Env {
 // the pool once its transaction has committed.
 type afterCommitOutbox struct{ app.Transactor }
 
-func (a afterCommitOutbox) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+func (a afterCommitOutbox) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
 	var pending heldEvents
-	err := testkit.Override{Inner: a.Transactor, Outbox: func(app.Tx) app.OutboxRepo {
+	err := testkit.Override{Inner: a.Transactor, Outbox: func(app.Repositories) app.OutboxRepo {
 		return &pending
-	}}.InTx(ctx, iso, func(ctx context.Context, tx app.Tx) error {
+	}}.InTx(ctx, iso, func(ctx context.Context, tx app.Repositories) error {
 		pending = nil // a retried attempt starts over
 		return fn(ctx, tx)
 	})
@@ -205,7 +205,7 @@ func (a afterCommitOutbox) InTx(ctx context.Context, iso app.Isolation, fn func(
 		return err
 	}
 	for _, ev := range pending {
-		if err := a.Read().Outbox().Append(ctx, ev); err != nil {
+		if err := a.WithoutTx().Outbox().Append(ctx, ev); err != nil {
 			return err
 		}
 	}

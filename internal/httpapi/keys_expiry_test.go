@@ -226,11 +226,11 @@ func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 // pool's lock_timeout.
 func reclaimEnv(h *hold, naive bool, keyWait, lockTimeout time.Duration) func(app.Transactor) app.Transactor {
 	return func(inner app.Transactor) app.Transactor {
-		o := testkit.Override{Inner: inner, Stock: func(tx app.Tx) app.StockRepo {
+		o := testkit.Override{Inner: inner, Stock: func(tx app.Repositories) app.StockRepo {
 			return heldAdjust{StockRepo: tx.Stock(), h: h}
 		}}
 		if naive {
-			o.Keys = func(tx app.Tx) app.KeyStore {
+			o.Keys = func(tx app.Repositories) app.KeyStore {
 				return unboundedReclaimKeys{KeyStore: tx.Keys(), db: testkit.Conn(tx), wait: keyWait, lockTimeout: lockTimeout}
 			}
 		}
@@ -338,11 +338,13 @@ func TestKeyExpiryCountsFromCompletion(t *testing.T) {
 	run := func(t *testing.T, naive bool) []string {
 		h := newHold(t)
 		e := testkit.New(t, testkit.Options{KeyTTL: ttl, Wrap: func(inner app.Transactor) app.Transactor {
-			o := testkit.Override{Inner: inner, Stock: func(tx app.Tx) app.StockRepo {
+			o := testkit.Override{Inner: inner, Stock: func(tx app.Repositories) app.StockRepo {
 				return heldAdjust{StockRepo: tx.Stock(), h: h}
 			}}
 			if naive {
-				o.Keys = func(tx app.Tx) app.KeyStore { return claimTimeExpiryKeys{KeyStore: tx.Keys(), db: testkit.Conn(tx)} }
+				o.Keys = func(tx app.Repositories) app.KeyStore {
+					return claimTimeExpiryKeys{KeyStore: tx.Keys(), db: testkit.Conn(tx)}
+				}
 			}
 			return o
 		}})

@@ -99,7 +99,7 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.PlaceOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusCreated, true)})
+	out, err := s.app.PlaceOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusCreated, true)})
 	return s.respond(w, "placeOrder", out, err)
 }
 
@@ -108,7 +108,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.Orders.Get(r.Context(), principal(r), id)
+	o, err := s.app.Orders.Get(r.Context(), principal(r), id)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	}
 	want := page.Limit
 	page.Limit++
-	os, err := s.Orders.List(r.Context(), principal(r), page)
+	os, err := s.app.Orders.List(r.Context(), principal(r), page)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, move app.Tra
 	if err := pre.err(); err != nil {
 		return err
 	}
-	out, err := s.TransitionOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusOK, false)})
+	out, err := s.app.TransitionOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusOK, false)})
 	return s.respond(w, operation, out, err)
 }
 
@@ -202,7 +202,7 @@ func (s *Server) recordPayment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.RecordPayment.Handle(r.Context(), cmd, app.Call[app.PaymentRecorded]{Principal: pr, Key: key,
+	out, err := s.app.RecordPayment.Handle(r.Context(), cmd, app.Call[app.PaymentRecorded]{Principal: pr, Key: key,
 		Render: func(p app.PaymentRecorded) (app.Receipt, error) {
 			return receipt(http.StatusCreated, paymentJSON{OrderID: p.OrderID, AmountCents: int64(p.Amount), PaidCents: int64(p.Paid)}, nil)
 		}})
@@ -233,7 +233,7 @@ func (s *Server) deactivateActor(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.DeactivateActor.Handle(r.Context(), cmd, app.Call[domain.Actor]{Principal: pr, Key: key,
+	out, err := s.app.DeactivateActor.Handle(r.Context(), cmd, app.Call[domain.Actor]{Principal: pr, Key: key,
 		Render: func(a domain.Actor) (app.Receipt, error) {
 			return receipt(http.StatusOK, actorJSON{ID: a.ID, Name: a.Name, Role: a.Role.String(), Active: a.Active,
 				CreditLimitCents: int64(a.CreditLimitCents), CreatedAt: a.CreatedAt.UTC()}, nil)

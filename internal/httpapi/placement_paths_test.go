@@ -28,7 +28,7 @@ func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 		e    *testkit.Env
 		want bool
 	}{"pipelined": {pipelined, true}, "stepwise": {stepwise, false}} {
-		err := c.e.App.PlaceOrder.Tx.InTx(context.Background(), app.ReadCommitted, func(_ context.Context, tx app.Tx) error {
+		err := c.e.App.PlaceOrder.Transactor.InTx(context.Background(), app.ReadCommitted, func(_ context.Context, tx app.Repositories) error {
 			if _, ok := tx.(app.PlacementStore); ok != c.want {
 				t.Errorf("%s: Tx is a PlacementStore: %v, want %v", name, ok, c.want)
 			}
@@ -111,11 +111,11 @@ func placementScenario(t *testing.T, e *testkit.Env) []string {
 // placement takes the stepwise path.
 type stepwiseOnly struct{ inner app.Transactor }
 
-// repositoriesOnly hides every capability of a Tx beyond app.Tx.
-type repositoriesOnly struct{ app.Tx }
+// repositoriesOnly hides every capability of a Tx beyond app.Repositories.
+type repositoriesOnly struct{ app.Repositories }
 
-func (s stepwiseOnly) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
-	return s.inner.InTx(ctx, iso, func(ctx context.Context, tx app.Tx) error { return fn(ctx, repositoriesOnly{tx}) })
+func (s stepwiseOnly) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
+	return s.inner.InTx(ctx, iso, func(ctx context.Context, tx app.Repositories) error { return fn(ctx, repositoriesOnly{tx}) })
 }
 
-func (s stepwiseOnly) Read() app.Tx { return repositoriesOnly{s.inner.Read()} }
+func (s stepwiseOnly) WithoutTx() app.Repositories { return repositoriesOnly{s.inner.WithoutTx()} }

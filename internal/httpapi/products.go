@@ -64,7 +64,7 @@ func (s *Server) createProduct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.CreateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusCreated, true)})
+	out, err := s.app.CreateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusCreated, true)})
 	return s.respond(w, "createProduct", out, err)
 }
 
@@ -73,7 +73,7 @@ func (s *Server) getProduct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.Products.Get(r.Context(), id)
+	p, err := s.app.Products.Get(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Server) listProducts(w http.ResponseWriter, r *http.Request) error {
 	}
 	want := page.Limit
 	page.Limit++
-	ps, err := s.Products.List(r.Context(), page)
+	ps, err := s.app.Products.List(r.Context(), page)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (s *Server) updateProduct(w http.ResponseWriter, r *http.Request) error {
 	if err := pre.err(); err != nil {
 		return err
 	}
-	out, err := s.UpdateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusOK, false)})
+	out, err := s.app.UpdateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusOK, false)})
 	return s.respond(w, "updateProduct", out, err)
 }
 
@@ -163,7 +163,7 @@ func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.AdjustStock.Handle(r.Context(), cmd, app.Call[app.StockAdjusted]{Principal: pr, Key: key,
+	out, err := s.app.AdjustStock.Handle(r.Context(), cmd, app.Call[app.StockAdjusted]{Principal: pr, Key: key,
 		Render: func(a app.StockAdjusted) (app.Receipt, error) {
 			return receipt(http.StatusCreated, stockAdjustedJSON{
 				ProductID: a.Level.ProductID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Level.Stock(),
@@ -190,7 +190,7 @@ func (s *Server) getStock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	level, err := s.Stock.Get(r.Context(), id)
+	level, err := s.app.Stock.Get(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (s *Server) listStock(w http.ResponseWriter, r *http.Request) error {
 	}
 	want := page.Limit
 	page.Limit++
-	levels, err := s.Stock.List(r.Context(), page)
+	levels, err := s.app.Stock.List(r.Context(), page)
 	if err != nil {
 		return err
 	}

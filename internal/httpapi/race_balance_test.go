@@ -103,10 +103,10 @@ func TestRaceBalanceNeverLosesAnUpdate(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner,
-				Placement: func(tx app.Tx) app.PlacementStore {
+				Placement: func(tx app.Repositories) app.PlacementStore {
 					return &naivePlacement{tx: tx, real: tx.(app.PlacementStore), lockActor: true, lockProducts: true, naiveCharge: true}
 				},
-				Actors: func(tx app.Tx) app.ActorRepo {
+				Actors: func(tx app.Repositories) app.ActorRepo {
 					return naiveBalance{ActorRepo: tx.Actors(), db: testkit.Conn(tx)}
 				},
 			}

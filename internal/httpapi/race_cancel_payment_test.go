@@ -102,7 +102,7 @@ func TestRaceCancelVsFirstPayment(t *testing.T) {
 	t.Run("naive variant is caught", func(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
+			return testkit.Override{Inner: inner, Orders: func(tx app.Repositories) app.OrderRepo {
 				return naiveStatusGuards{naiveTransition{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}}
 			}}
 		}})

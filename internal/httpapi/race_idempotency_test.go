@@ -131,7 +131,7 @@ func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
 // withNaiveKeys swaps the key store for a naiveKeyStore.
 func withNaiveKeys() func(app.Transactor) app.Transactor {
 	return func(inner app.Transactor) app.Transactor {
-		return testkit.Override{Inner: inner, Keys: func(tx app.Tx) app.KeyStore {
+		return testkit.Override{Inner: inner, Keys: func(tx app.Repositories) app.KeyStore {
 			return naiveKeyStore{db: testkit.Conn(tx)}
 		}}
 	}
@@ -250,7 +250,7 @@ func TestRaceWithdrawalsNeverOversell(t *testing.T) {
 	t.Run("naive read-check-write is caught", func(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Stock: func(tx app.Tx) app.StockRepo {
+			return testkit.Override{Inner: inner, Stock: func(tx app.Repositories) app.StockRepo {
 				return naiveAdjust{StockRepo: tx.Stock(), db: testkit.Conn(tx)}
 			}}
 		}})

@@ -142,7 +142,7 @@ func TestRaceNoOversell(t *testing.T) {
 // run where production runs it (app.PlacementStore). What it keeps of the
 // real statements it takes from the real repositories.
 type naivePlacement struct {
-	tx   app.Tx
+	tx   app.Repositories
 	real app.PlacementStore
 	// lockActor and lockProducts say which row locks it still takes; the
 	// others are plain reads.
@@ -168,7 +168,7 @@ func withNaivePlacement(t *testing.T, n naivePlacement, opts ...testkit.Options)
 		o = opts[0]
 	}
 	o.Wrap = func(inner app.Transactor) app.Transactor {
-		return testkit.Override{Inner: inner, Placement: func(tx app.Tx) app.PlacementStore {
+		return testkit.Override{Inner: inner, Placement: func(tx app.Repositories) app.PlacementStore {
 			p := n
 			p.tx, p.real = tx, tx.(app.PlacementStore)
 			return &p
@@ -410,7 +410,7 @@ func TestRacePayments(t *testing.T) {
 	at := meet{testkit.Before, "PaymentInsert", 12}
 	raceTest(t, checkPayments, at, func(t *testing.T) (*testkit.Env, meet) {
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
+			return testkit.Override{Inner: inner, Orders: func(tx app.Repositories) app.OrderRepo {
 				return naivePayment{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}
 			}}
 		}})
@@ -516,7 +516,7 @@ func TestRaceCancelVsShip(t *testing.T) {
 
 func withNaiveTransition(t *testing.T) *testkit.Env {
 	return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-		return testkit.Override{Inner: inner, Orders: func(tx app.Tx) app.OrderRepo {
+		return testkit.Override{Inner: inner, Orders: func(tx app.Repositories) app.OrderRepo {
 			return naiveTransition{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}
 		}}
 	}})

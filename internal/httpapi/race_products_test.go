@@ -60,7 +60,7 @@ func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 	t.Run("naive read-modify-write is caught", func(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Products: func(tx app.Tx) app.ProductRepo {
+			return testkit.Override{Inner: inner, Products: func(tx app.Repositories) app.ProductRepo {
 				return naiveProductUpdate{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
 			}}
 		}})
@@ -233,10 +233,10 @@ func TestRaceEditProductWhileItSells(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner,
-				Placement: func(tx app.Tx) app.PlacementStore {
+				Placement: func(tx app.Repositories) app.PlacementStore {
 					return singleVersionPlacement{PlacementStore: tx.(app.PlacementStore), db: testkit.Conn(tx)}
 				},
-				Stock: func(tx app.Tx) app.StockRepo {
+				Stock: func(tx app.Repositories) app.StockRepo {
 					return singleVersionStock{StockRepo: tx.Stock(), db: testkit.Conn(tx)}
 				}}
 		}})
@@ -383,7 +383,7 @@ func TestCatalogueEditAndPlacementNeverWait(t *testing.T) {
 	t.Run("naive product lock is caught", func(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Placement: func(tx app.Tx) app.PlacementStore {
+			return testkit.Override{Inner: inner, Placement: func(tx app.Repositories) app.PlacementStore {
 				return productLockingPlacement{PlacementStore: tx.(app.PlacementStore), db: testkit.Conn(tx)}
 			}}
 		}})

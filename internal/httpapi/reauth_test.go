@@ -26,10 +26,10 @@ type authOnceAtStart struct {
 }
 
 func naiveAuthOnce(inner app.Transactor) app.Transactor {
-	return authOnceAtStart{Transactor: inner, auth: app.Authenticate{Tx: inner}}
+	return authOnceAtStart{Transactor: inner, auth: app.Authenticate{Transactor: inner}}
 }
 
-func (n authOnceAtStart) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+func (n authOnceAtStart) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
 	if err := n.auth.Confirm(ctx); err != nil {
 		return err
 	}

@@ -42,7 +42,9 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	app.UseCases
+	// app holds the use cases the handlers call (s.app.PlaceOrder); the
+	// handlers themselves are methods (s.placeOrder).
+	app            app.UseCases
 	ready          func(context.Context) error
 	reg            *prometheus.Registry
 	log            *slog.Logger
@@ -53,7 +55,7 @@ type Server struct {
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
-	s := &Server{UseCases: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
+	s := &Server{app: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
 		requestTimeout: d.RequestTimeout}
 	s.router = s.routes()
 	return s
@@ -240,7 +242,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, app.ErrUnauthenticated)
 			return
 		}
-		ctx, p, err := s.Authenticate.Handle(r.Context(), token)
+		ctx, p, err := s.app.Authenticate.Handle(r.Context(), token)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -278,7 +280,7 @@ func (g *authGate) decide() {
 		return
 	}
 	g.decided = true
-	err := g.s.Authenticate.Confirm(g.r.Context())
+	err := g.s.app.Authenticate.Confirm(g.r.Context())
 	if err == nil {
 		return
 	}

@@ -29,7 +29,7 @@ func TestDataExceptionsAreCallerErrors(t *testing.T) {
 		infra.KeyConfig{TTL: time.Hour, Wait: time.Second, LockTimeout: 3 * time.Second})
 	// Rehydration skips validation: exactly what a missing domain rule would let through.
 	p := domain.RehydrateProduct(uuid.New(), "NUL-1", "mug\x00", 100, 1, time.Now(), time.Now())
-	err := runner.InTx(context.Background(), app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+	err := runner.InTx(context.Background(), app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		_, err := tx.Products().Insert(ctx, p)
 		return err
 	})

@@ -24,7 +24,7 @@ func TestTxIsOneTransactionFromFirstStatementToCommit(t *testing.T) {
 		level app.Isolation
 		name  string
 	}{{app.ReadCommitted, "read committed"}, {app.Serializable, "serializable"}} {
-		err := e.Runner.InTx(ctx, iso.level, func(ctx context.Context, tx app.Tx) error {
+		err := e.Runner.InTx(ctx, iso.level, func(ctx context.Context, tx app.Repositories) error {
 			db := testkit.Conn(tx)
 			var first, second int64
 			var level string
@@ -65,7 +65,7 @@ func TestTxFirstStatementAsQueryOpensTheTransaction(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	e.Exec(`CREATE TABLE t (v int)`)
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		db := testkit.Conn(tx)
 		rows, err := db.Query(ctx, `INSERT INTO t SELECT generate_series(1, 3) RETURNING v`)
 		if err != nil {
@@ -90,7 +90,7 @@ func TestTxIgnoredFailureFailsTheCommit(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	e.Exec(`CREATE TABLE t (v int)`)
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		db := testkit.Conn(tx)
 		if _, err := db.Exec(ctx, `INSERT INTO t VALUES (1)`); err != nil {
 			return err
@@ -106,7 +106,7 @@ func TestTxIgnoredFailureFailsTheCommit(t *testing.T) {
 	}
 	// The connection went back to the pool clean.
 	for range 5 {
-		if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+		if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 			_, err := testkit.Conn(tx).Exec(ctx, `INSERT INTO t VALUES (2)`)
 			return err
 		}); err != nil {
@@ -123,7 +123,7 @@ func TestTxFirstStatementFailure(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	for range 3 {
-		err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+		err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 			var v int
 			return testkit.Conn(tx).QueryRow(ctx, `SELECT 1/0`).Scan(&v)
 		})
@@ -132,7 +132,7 @@ func TestTxFirstStatementFailure(t *testing.T) {
 		}
 	}
 	var v int
-	if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+	if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		return testkit.Conn(tx).QueryRow(ctx, `SELECT 7`).Scan(&v)
 	}); err != nil || v != 7 {
 		t.Fatalf("after failures: %d, %v", v, err)
@@ -147,7 +147,7 @@ func TestKeyCompletionFailureFailsTheTransaction(t *testing.T) {
 	ctx := context.Background()
 	e.Exec(`CREATE TABLE t (v int)`)
 	k := app.Key{ActorID: uuid.MustParse(e.Staff.ID), Operation: "test", Value: "k1"}
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		if prior, err := tx.Keys().Claim(ctx, k); err != nil || prior != nil {
 			t.Fatalf("claim: %v %v", prior, err)
 		}
@@ -172,7 +172,7 @@ func TestOutboxAppendCommitsWithTheTransaction(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	ev := app.Event{Type: app.EventStockAdjusted, AggregateID: uuid.New(), Data: map[string]int{"delta": 1}}
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		if err := tx.Outbox().Append(ctx, ev); err != nil {
 			return err
 		}
@@ -184,7 +184,7 @@ func TestOutboxAppendCommitsWithTheTransaction(t *testing.T) {
 	if n := e.QueryInt(`SELECT count(*) FROM outbox_events`); n != 0 {
 		t.Fatalf("a rolled-back transaction left %d events", n)
 	}
-	if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Tx) error {
+	if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		return tx.Outbox().Append(ctx, ev)
 	}); err != nil {
 		t.Fatal(err)

@@ -575,7 +575,7 @@ func TestKeyClaimStartsOverWhenPurgeDeletesTheRecordItSaw(t *testing.T) {
 	t.Run("claim that does not start over is caught", func(t *testing.T) {
 		t.Parallel()
 		res, orders := race(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Keys: func(tx app.Tx) app.KeyStore {
+			return testkit.Override{Inner: inner, Keys: func(tx app.Repositories) app.KeyStore {
 				return oldKeyStore{KeyStore: tx.Keys(), db: testkit.Conn(tx)}
 			}}
 		}})

@@ -77,7 +77,7 @@ func (r *Runner) LatchKey(ctx context.Context, k app.Key) (context.Context, func
 // request's authorization (app.AuthCheck.Recheck). The rollback
 // survives a cancelled request context, so a connection is never returned to
 // the pool in the middle of a transaction.
-func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
 	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 	if iso == app.Serializable {
 		opts.IsoLevel = pgx.Serializable
@@ -118,7 +118,7 @@ func (r *Runner) backoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(limit)) + 1)
 }
 
-func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx context.Context, tx app.Tx) error) (err error) {
+func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx context.Context, tx app.Repositories) error) (err error) {
 	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -140,8 +140,9 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 	return nil
 }
 
-// Read returns repositories that run each statement on the pool.
-func (r *Runner) Read() app.Tx { return r.bind(newPoolPipe(r.pool)) }
+// WithoutTx returns repositories that run each statement on the pool, in no
+// explicit transaction.
+func (r *Runner) WithoutTx() app.Repositories { return r.bind(newPoolPipe(r.pool)) }
 
 func (r *Runner) bind(db dbtx) *store {
 	return &store{db: db, q: r.q, keys: r.keys}

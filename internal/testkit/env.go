@@ -131,7 +131,7 @@ func New(t testing.TB, opts ...Options) *Env {
 		},
 	}
 	// Actors are made through the use case, not the naive wrapper.
-	e.App.CreateActor = app.CreateActor{Tx: runner}
+	e.App.CreateActor = app.CreateActor{Transactor: runner}
 	e.Staff = e.NewActor("staff", 0)
 	return e
 }
@@ -151,7 +151,7 @@ var actorSeq atomic.Int64
 // NewActor creates an actor with a token.
 func (e *Env) NewActor(role string, creditLimitCents int64) Actor {
 	e.T.Helper()
-	out, err := app.CreateActor{Tx: e.Runner}.Handle(context.Background(), app.CreateActorCommand{
+	out, err := app.CreateActor{Transactor: e.Runner}.Handle(context.Background(), app.CreateActorCommand{
 		Name: fmt.Sprintf("%s %d", role, actorSeq.Add(1)), Role: role, CreditLimitCents: creditLimitCents,
 	})
 	if err != nil {

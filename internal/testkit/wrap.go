@@ -20,22 +20,22 @@ import (
 // and Orders overrides apply to the other use cases.
 type Override struct {
 	Inner     app.Transactor
-	Products  func(inner app.Tx) app.ProductRepo
-	Stock     func(inner app.Tx) app.StockRepo
-	Orders    func(inner app.Tx) app.OrderRepo
-	Actors    func(inner app.Tx) app.ActorRepo
-	Keys      func(inner app.Tx) app.KeyStore
-	Outbox    func(inner app.Tx) app.OutboxRepo
-	Placement func(inner app.Tx) app.PlacementStore
+	Products  func(inner app.Repositories) app.ProductRepo
+	Stock     func(inner app.Repositories) app.StockRepo
+	Orders    func(inner app.Repositories) app.OrderRepo
+	Actors    func(inner app.Repositories) app.ActorRepo
+	Keys      func(inner app.Repositories) app.KeyStore
+	Outbox    func(inner app.Repositories) app.OutboxRepo
+	Placement func(inner app.Repositories) app.PlacementStore
 	Isolation func(asked app.Isolation) app.Isolation
 }
 
 // InTx runs fn with the overridden repositories.
-func (o Override) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Tx) error) error {
+func (o Override) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
 	if o.Isolation != nil {
 		iso = o.Isolation(iso)
 	}
-	return o.Inner.InTx(ctx, iso, func(ctx context.Context, tx app.Tx) error {
+	return o.Inner.InTx(ctx, iso, func(ctx context.Context, tx app.Repositories) error {
 		return fn(ctx, o.bind(tx))
 	})
 }
@@ -49,11 +49,11 @@ func (o Override) LatchKey(ctx context.Context, k app.Key) (context.Context, fun
 	return ctx, func() {}, nil
 }
 
-// Read returns the overridden repositories outside a transaction.
-func (o Override) Read() app.Tx { return o.bind(o.Inner.Read()) }
+// WithoutTx returns the overridden repositories outside a transaction.
+func (o Override) WithoutTx() app.Repositories { return o.bind(o.Inner.WithoutTx()) }
 
-func (o Override) bind(tx app.Tx) overriddenTx {
-	t := overriddenTx{Tx: tx, o: o}
+func (o Override) bind(tx app.Repositories) overriddenRepos {
+	t := overriddenRepos{Repositories: tx, o: o}
 	if o.Placement != nil {
 		t.placement = o.Placement(tx)
 	} else if p, ok := tx.(app.PlacementStore); ok {
@@ -62,66 +62,66 @@ func (o Override) bind(tx app.Tx) overriddenTx {
 	return t
 }
 
-type overriddenTx struct {
-	app.Tx
+type overriddenRepos struct {
+	app.Repositories
 	o         Override
 	placement app.PlacementStore
 }
 
-var _ app.PlacementStore = overriddenTx{}
+var _ app.PlacementStore = overriddenRepos{}
 
-func (t overriddenTx) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
+func (t overriddenRepos) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
 	return t.placement.LockForPlacement(ctx, customer, ids)
 }
 
-func (t overriddenTx) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+func (t overriddenRepos) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
 	return t.placement.WritePlacement(ctx, o, take)
 }
 
-func (t overriddenTx) Products() app.ProductRepo {
+func (t overriddenRepos) Products() app.ProductRepo {
 	if t.o.Products != nil {
-		return t.o.Products(t.Tx)
+		return t.o.Products(t.Repositories)
 	}
-	return t.Tx.Products()
+	return t.Repositories.Products()
 }
 
-func (t overriddenTx) Stock() app.StockRepo {
+func (t overriddenRepos) Stock() app.StockRepo {
 	if t.o.Stock != nil {
-		return t.o.Stock(t.Tx)
+		return t.o.Stock(t.Repositories)
 	}
-	return t.Tx.Stock()
+	return t.Repositories.Stock()
 }
 
-func (t overriddenTx) Orders() app.OrderRepo {
+func (t overriddenRepos) Orders() app.OrderRepo {
 	if t.o.Orders != nil {
-		return t.o.Orders(t.Tx)
+		return t.o.Orders(t.Repositories)
 	}
-	return t.Tx.Orders()
+	return t.Repositories.Orders()
 }
 
-func (t overriddenTx) Actors() app.ActorRepo {
+func (t overriddenRepos) Actors() app.ActorRepo {
 	if t.o.Actors != nil {
-		return t.o.Actors(t.Tx)
+		return t.o.Actors(t.Repositories)
 	}
-	return t.Tx.Actors()
+	return t.Repositories.Actors()
 }
 
-func (t overriddenTx) Keys() app.KeyStore {
+func (t overriddenRepos) Keys() app.KeyStore {
 	if t.o.Keys != nil {
-		return t.o.Keys(t.Tx)
+		return t.o.Keys(t.Repositories)
 	}
-	return t.Tx.Keys()
+	return t.Repositories.Keys()
 }
 
-func (t overriddenTx) Outbox() app.OutboxRepo {
+func (t overriddenRepos) Outbox() app.OutboxRepo {
 	if t.o.Outbox != nil {
-		return t.o.Outbox(t.Tx)
+		return t.o.Outbox(t.Repositories)
 	}
-	return t.Tx.Outbox()
+	return t.Repositories.Outbox()
 }
 
-// Conn returns the connection (transaction or pool) behind a Tx, so that a
+// Conn returns the connection (transaction or pool) behind a Repositories, so that a
 // naive variant can run its statements where the real repository would.
-func Conn(tx app.Tx) dbsqlc.DBTX {
+func Conn(tx app.Repositories) dbsqlc.DBTX {
 	return tx.(interface{ Conn() dbsqlc.DBTX }).Conn()
 }
