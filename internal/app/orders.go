@@ -135,7 +135,7 @@ func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.U
 	if err != nil || !credit.Active {
 		return PlacementLocks{Credit: credit}, err
 	}
-	rows, err := s.repos.Stock().LockForUpdate(ctx, ids)
+	rows, err := s.repos.Stock().LockRows(ctx, ids)
 	if err != nil {
 		return PlacementLocks{}, err
 	}
@@ -278,7 +278,7 @@ func (h TransitionOrder) Handle(ctx context.Context, cmd TransitionOrderCommand,
 				back[l.ProductID] += int64(l.Quantity)
 			}
 			slices.SortFunc(ids, compareUUID)
-			if _, err := repos.Stock().LockForUpdate(ctx, ids); err != nil {
+			if _, err := repos.Stock().LockRows(ctx, ids); err != nil {
 				return nil, err
 			}
 			if err := repos.Stock().AddStock(ctx, back); err != nil {

@@ -72,11 +72,11 @@ type StockRepo interface {
 	// Adjust adds a delta in one guarded statement that refuses to go below
 	// zero, and records the adjustment.
 	Adjust(ctx context.Context, actorID uuid.UUID, adj domain.StockAdjustment) (*domain.StockLevel, error)
-	// LockForUpdate locks the stock rows of ids in id order and returns
-	// them with each product's catalogue price, read (not locked) by the
-	// same statement.
-	LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]StockRow, error)
-	// AddStock applies deltas to rows already locked by LockForUpdate.
+	// LockRows locks the stock rows of ids FOR NO KEY UPDATE, in product
+	// id order (the global lock order), and returns them with each
+	// product's catalogue price, read (not locked) by the same statement.
+	LockRows(ctx context.Context, ids []uuid.UUID) ([]StockRow, error)
+	// AddStock applies deltas to rows already locked by LockRows.
 	AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error
 }
 
@@ -88,7 +88,7 @@ type StockRepo interface {
 // the stepwise path, built from those methods.
 type PlacementStore interface {
 	// LockForPlacement runs ActorRepo.LockForOrder (the customer's row lock
-	// first) and StockRepo.LockForUpdate (the stock rows' locks, by product
+	// first) and StockRepo.LockRows (the stock rows' locks, by product
 	// id, with the catalogue prices), in this order.
 	LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (PlacementLocks, error)
 	// WritePlacement runs ActorRepo.ChargeBalance (the order's total onto

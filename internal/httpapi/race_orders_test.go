@@ -191,7 +191,7 @@ func (n *naivePlacement) LockForPlacement(ctx context.Context, customer uuid.UUI
 		return out, err
 	}
 	if n.lockProducts {
-		out.Rows, err = n.tx.Stock().LockForUpdate(ctx, ids)
+		out.Rows, err = n.tx.Stock().LockRows(ctx, ids)
 	} else {
 		var rows pgx.Rows
 		if rows, err = db.Query(ctx, `SELECT s.product_id, p.price_cents, s.stock FROM stock_levels s JOIN products p ON p.id = s.product_id WHERE s.product_id = ANY($1) ORDER BY s.product_id`, ids); err == nil {

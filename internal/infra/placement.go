@@ -13,7 +13,7 @@ import (
 )
 
 // The store pipelines order placement (app.PlacementStore): the statements
-// of ActorRepo.LockForOrder and StockRepo.LockForUpdate go out as one
+// of ActorRepo.LockForOrder and StockRepo.LockRows go out as one
 // batch, those of ActorRepo.ChargeBalance, StockRepo.AddStock and
 // OrderRepo.Insert as another. The server executes a batch's statements
 // one after the other in the order queued and stops at the first error, so

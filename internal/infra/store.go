@@ -171,7 +171,7 @@ func (r stockRepo) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.Sto
 	return toStockLevel(row), nil
 }
 
-func (r stockRepo) LockForUpdate(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
+func (r stockRepo) LockRows(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
 	rows, err := r.q.StockLockForUpdate(ctx, r.db, ids)
 	if err != nil {
 		return nil, translate(err)
