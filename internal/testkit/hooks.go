@@ -44,6 +44,9 @@ func (w Where) String() string {
 type Hooks struct {
 	mu    sync.Mutex
 	stops []*Stop
+	// trips, while recording, holds what each round trip sent.
+	trips     [][]string
+	recording bool
 }
 
 var (
@@ -130,9 +133,36 @@ func (h *Hooks) remove(s *Stop) {
 
 type nameKey struct{}
 
+// Record starts recording the round trips of every connection of the
+// service and returns the function that stops it and returns them, each the
+// names of the statements it sent, in order: one statement sent on its own,
+// or a whole batch. Tests use it to pin down how many round trips an
+// operation costs and what rides in each.
+func (h *Hooks) Record() (stop func() [][]string) {
+	h.mu.Lock()
+	h.trips, h.recording = nil, true
+	h.mu.Unlock()
+	return func() [][]string {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		trips := h.trips
+		h.trips, h.recording = nil, false
+		return trips
+	}
+}
+
+func (h *Hooks) record(names []string) {
+	h.mu.Lock()
+	if h.recording {
+		h.trips = append(h.trips, names)
+	}
+	h.mu.Unlock()
+}
+
 // TraceQueryStart stops before a statement sent on its own.
 func (h *Hooks) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	name := StatementName(data.SQL)
+	h.record([]string{name})
 	h.reach(Before, name)
 	return context.WithValue(ctx, nameKey{}, name)
 }
@@ -150,6 +180,7 @@ func (h *Hooks) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.Trace
 	for _, q := range data.Batch.QueuedQueries {
 		names = append(names, StatementName(q.SQL))
 	}
+	h.record(names)
 	h.reach(Before, names...)
 	return ctx
 }
