@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
 // UnfenceMark makes d mark accepted events delivered by id alone, without
@@ -22,4 +24,13 @@ func UnfenceMark(d *Dispatcher) {
 // SignAt fixes the clock that signs d's deliveries.
 func SignAt(d *Dispatcher, now func() time.Time) {
 	d.sink.(*webhook).now = now
+}
+
+// SendBatch sends calls as one batch on db (see batch).
+func SendBatch(ctx context.Context, db dbtx, calls ...func(dbsqlc.DBTX) error) error {
+	var b batch
+	for _, call := range calls {
+		b.add(call)
+	}
+	return b.send(ctx, db)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -80,16 +79,16 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) 
 	// The server runs the four in this order and stops at the first error.
 	// The request's token check goes after the claim, which may have
 	// waited: whether the caller may act is read once the wait is over.
-	b := &pgx.Batch{}
-	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, waitLeft(deadline))
-	b.Queue(dbsqlc.IdempotencyClaimSQL, k.ActorID, k.Operation, k.Value, k.Fingerprint[:], s.keys.TTL.Seconds())
-	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.LockTimeout))
-	check := queueCheck(ctx, b)
-	b.Queue(dbsqlc.IdempotencyGetSQL, k.ActorID, k.Operation, k.Value)
-	br := s.db.SendBatch(app.WithoutAuthCheck(ctx), b)
-	n, rec, err := readClaim(br, check)
-	if err = firstErr(err, br.Close()); err != nil {
-		return nil, claimErr(err)
+	var n int64
+	claim := func(db dbsqlc.DBTX) (err error) {
+		n, err = s.q.IdempotencyClaim(ctx, db, dbsqlc.IdempotencyClaimParams{
+			ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:], TtlSeconds: s.keys.TTL.Seconds(),
+		})
+		return err
+	}
+	rec, err := s.claimBatch(ctx, k, deadline, claim)
+	if err != nil {
+		return nil, err
 	}
 	if n == 1 {
 		return nil, nil
@@ -129,22 +128,51 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) 
 // It returns nil when the key is now this transaction's, or the record of
 // the duplicate that took it over first.
 func (s keyStore) reclaim(ctx context.Context, k app.Key, deadline time.Time) (*dbsqlc.IdempotencyGetRow, error) {
-	b := &pgx.Batch{}
-	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, waitLeft(deadline))
-	b.Queue(dbsqlc.IdempotencyReclaimExpiredSQL, k.Fingerprint[:], s.keys.TTL.Seconds(), k.ActorID, k.Operation, k.Value)
-	b.Queue(dbsqlc.IdempotencySetLockTimeoutSQL, ms(s.keys.LockTimeout))
-	check := queueCheck(ctx, b)
-	b.Queue(dbsqlc.IdempotencyGetSQL, k.ActorID, k.Operation, k.Value)
-	br := s.db.SendBatch(app.WithoutAuthCheck(ctx), b)
-	n, rec, err := readClaim(br, check)
-	if err = firstErr(err, br.Close()); err != nil {
-		return nil, claimErr(err)
+	var n int64
+	reclaim := func(db dbsqlc.DBTX) (err error) {
+		n, err = s.q.IdempotencyReclaimExpired(ctx, db, dbsqlc.IdempotencyReclaimExpiredParams{
+			Fingerprint: k.Fingerprint[:], TtlSeconds: s.keys.TTL.Seconds(), ActorID: k.ActorID, Operation: k.Operation, Key: k.Value,
+		})
+		return err
+	}
+	rec, err := s.claimBatch(ctx, k, deadline, reclaim)
+	if err != nil {
+		return nil, err
 	}
 	if n == 1 {
 		return nil, nil
 	}
 	if rec == nil {
 		return nil, errRecordPurged
+	}
+	return rec, nil
+}
+
+// claimBatch sends a claim or reclaim in one round trip: bound the wait,
+// claim (or take over), restore the lock timeout, the token check when
+// there is one, and read the record that holds the key (nil when there is
+// none). A refused check is its error.
+func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time, claim func(dbsqlc.DBTX) error) (*dbsqlc.IdempotencyGetRow, error) {
+	var rec *dbsqlc.IdempotencyGetRow
+	wait, restore := waitLeft(deadline), ms(s.keys.LockTimeout)
+	var b batch
+	b.add(func(db dbsqlc.DBTX) error { return s.q.IdempotencySetLockTimeout(ctx, db, wait) })
+	b.add(claim)
+	b.add(func(db dbsqlc.DBTX) error { return s.q.IdempotencySetLockTimeout(ctx, db, restore) })
+	queueCheck(ctx, &b)
+	b.add(func(db dbsqlc.DBTX) error {
+		row, err := s.q.IdempotencyGet(ctx, db, dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value})
+		if isNoRows(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rec = &row
+		return nil
+	})
+	if err := b.send(app.WithoutAuthCheck(ctx), s.db); err != nil {
+		return nil, claimErr(err)
 	}
 	return rec, nil
 }
@@ -160,47 +188,16 @@ func claimErr(err error) error {
 }
 
 // queueCheck queues the request's token check into b, at this point of the
-// batch, and returns it (nil for a request without one). A check that had
-// passed is made pending again first, so that if the batch fails before the
-// check runs (the wait ran out), the request confirms before it answers.
-func queueCheck(ctx context.Context, b *pgx.Batch) *app.AuthCheck {
+// batch (nothing for a request without one). A check that had passed is
+// made pending again first, so that if the batch fails before the check
+// runs (the wait ran out), the request confirms before it answers.
+func queueCheck(ctx context.Context, b *batch) {
 	check := app.AuthCheckOf(ctx)
 	if check == nil || check.Refused() {
-		return nil
+		return
 	}
 	check.Recheck()
-	b.Queue(dbsqlc.ActorByTokenHashSQL, check.TokenHash())
-	return check
-}
-
-// readClaim reads the results of a claim or reclaim batch: rows the claim
-// or reclaim wrote, the token check when there is one, and the record that
-// holds the key (nil when there is none). A refused check is its error.
-func readClaim(br pgx.BatchResults, check *app.AuthCheck) (int64, *dbsqlc.IdempotencyGetRow, error) {
-	if _, err := br.Exec(); err != nil {
-		return 0, nil, err
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return 0, nil, err
-	}
-	if _, err := br.Exec(); err != nil {
-		return 0, nil, err
-	}
-	if check != nil {
-		if err := settle(br, check); err != nil {
-			return 0, nil, err
-		}
-	}
-	var rec dbsqlc.IdempotencyGetRow
-	err = br.QueryRow().Scan(&rec.Fingerprint, &rec.State, &rec.ResponseStatus, &rec.ResponseHeaders, &rec.ResponseBody, &rec.Expired)
-	if isNoRows(err) {
-		return tag.RowsAffected(), nil, nil
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	return tag.RowsAffected(), &rec, nil
+	b.add(func(db dbsqlc.DBTX) error { return settle(ctx, db, check) })
 }
 
 // Complete stores the receipt on the claimed key. In a transaction the
@@ -219,8 +216,7 @@ func (s keyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) error 
 		TtlSeconds:      s.keys.TTL.Seconds(),
 	}
 	if tx, ok := s.db.(*pipe); ok && tx.inTx() {
-		tx.atCommit(dbsqlc.IdempotencyCompleteSQL,
-			p.ResponseStatus, p.ResponseHeaders, p.ResponseBody, p.TtlSeconds, p.ActorID, p.Operation, p.Key)
+		tx.atCommit(func(db dbsqlc.DBTX) error { return s.q.IdempotencyComplete(ctx, db, p) })
 		return nil
 	}
 	return translate(s.q.IdempotencyComplete(ctx, s.db, p))

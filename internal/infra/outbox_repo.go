@@ -30,7 +30,7 @@ func (r outboxRepo) Append(ctx context.Context, e app.Event) error {
 		// The last write of every use case that appends: it goes out with
 		// the COMMIT, in the same round trip, and fails the commit if it
 		// fails. occurred_at is now(), the transaction's start, either way.
-		tx.atCommit(dbsqlc.OutboxInsertSQL, p.ID, p.Type, p.AggregateID, p.Payload)
+		tx.atCommit(func(db dbsqlc.DBTX) error { return r.q.OutboxInsert(ctx, db, p) })
 		return nil
 	}
 	return translate(r.q.OutboxInsert(ctx, r.db, p))

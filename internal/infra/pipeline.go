@@ -2,7 +2,6 @@ package infra
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,8 +52,11 @@ type pipe struct {
 	// statement outside a transaction.
 	guards *guards
 	// deferred are sent with COMMIT, in order; their errors fail the commit.
-	deferred []*pgx.QueuedQuery
+	deferred batch
 }
+
+// queries runs the generated statements (dbsqlc.Queries holds no state).
+var queries = dbsqlc.New()
 
 func newTxPipe(conn *pgxpool.Conn, g *guards, opts pgx.TxOptions) *pipe {
 	begin := "begin isolation level read committed"
@@ -73,8 +75,9 @@ func newPoolPipe(pool *pgxpool.Pool) *pipe {
 // inTx says whether the pipe is a transaction.
 func (t *pipe) inTx() bool { return t.begin != "" || t.begun }
 
-// SendBatch sends b, preceded by what must go first (BEGIN, the token
-// check) in the same round trip. The results the caller reads are b's own.
+// SendBatch sends b, preceded by what must go first (BEGIN, the guards,
+// the token check) in the same round trip. The results the caller reads
+// are b's own.
 func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	check := app.PendingAuthCheck(ctx)
 	began := t.begin != ""
@@ -82,39 +85,35 @@ func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if !began && !guarded && check == nil {
 		return t.db.SendBatch(ctx, b)
 	}
-	qs := make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+3)
+	var first batch
 	if began {
-		qs = append(qs, &pgx.QueuedQuery{SQL: t.begin})
+		begin := t.begin
+		first.add(func(db dbsqlc.DBTX) error {
+			_, err := db.Exec(ctx, begin)
+			return err
+		})
 		t.begin, t.begun = "", true
 	}
 	if guarded {
-		qs = append(qs, t.guards.query())
+		first.add(func(db dbsqlc.DBTX) error { return queries.GuardsSet(ctx, db, t.guards.params) })
 	}
 	if check != nil {
-		qs = append(qs, &pgx.QueuedQuery{SQL: dbsqlc.ActorByTokenHashSQL, Arguments: []any{check.TokenHash()}})
+		first.add(func(db dbsqlc.DBTX) error { return settle(ctx, db, check) })
 	}
-	br := t.db.SendBatch(ctx, &pgx.Batch{QueuedQueries: append(qs, b.QueuedQueries...)})
-	if began {
-		// If BEGIN failed, pgx keeps the error and answers every later
-		// read and Close with it.
-		_, _ = br.Exec()
-	}
-	if guarded {
-		_, _ = br.Exec() // likewise
-	}
-	if check != nil {
-		if err := settle(br, check); err != nil {
-			return failedBatch{br: br, err: err}
-		}
+	br := t.db.SendBatch(ctx, &pgx.Batch{QueuedQueries: append(first.QueuedQueries, b.QueuedQueries...)})
+	// A failed BEGIN fails every later read too: pgx keeps the error and
+	// answers every read and Close with it.
+	if err := firstErr(first.err, first.read(br)); err != nil {
+		return failedBatch{br: br, err: err}
 	}
 	return br
 }
 
-// settle reads the token lookup and settles the request's check with it.
-func settle(br pgx.BatchResults, check *app.AuthCheck) error {
-	var row dbsqlc.ActorByTokenHashRow
-	err := br.QueryRow().Scan(&row.ID, &row.Role, &row.Active)
-	if errors.Is(err, pgx.ErrNoRows) {
+// settle runs the token lookup of the request's check (ActorByTokenHash)
+// and settles the check with it.
+func settle(ctx context.Context, db dbsqlc.DBTX, check *app.AuthCheck) error {
+	row, err := queries.ActorByTokenHash(ctx, db, check.TokenHash())
+	if isNoRows(err) {
 		return check.Settle(app.Principal{}, false)
 	}
 	if err != nil {
@@ -165,27 +164,25 @@ func (t *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return batchRow{br: t.SendBatch(ctx, b)}
 }
 
-// atCommit queues a statement whose only result is its error, to be sent
-// with COMMIT. Only a transaction has one.
-func (t *pipe) atCommit(sql string, args ...any) {
-	t.deferred = append(t.deferred, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+// atCommit queues a generated call whose only result is its error, to be
+// sent with COMMIT (see batch). Only a transaction has one.
+func (t *pipe) atCommit(call func(db dbsqlc.DBTX) error) {
+	t.deferred.add(call)
 }
 
 // commit sends the deferred statements and COMMIT in one round trip.
 func (t *pipe) commit(ctx context.Context) error {
-	if t.begin != "" && len(t.deferred) == 0 {
+	if t.begin != "" && t.deferred.Len() == 0 {
 		return nil // nothing was ever sent: there is no transaction
 	}
-	b := &pgx.Batch{QueuedQueries: append(t.deferred, &pgx.QueuedQuery{SQL: "commit"})}
-	t.deferred = nil
-	br := t.SendBatch(ctx, b)
-	for range len(b.QueuedQueries) - 1 {
-		if _, err := br.Exec(); err != nil {
-			return firstErr(err, br.Close())
-		}
-	}
-	tag, err := br.Exec()
-	if err = firstErr(err, br.Close()); err != nil {
+	b := t.deferred
+	t.deferred = batch{}
+	var tag pgconn.CommandTag
+	b.add(func(db dbsqlc.DBTX) (err error) {
+		tag, err = db.Exec(ctx, "commit")
+		return err
+	})
+	if err := b.send(ctx, t); err != nil {
 		return err
 	}
 	if tag.String() == "ROLLBACK" {

@@ -2,10 +2,8 @@ package infra
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -23,76 +21,51 @@ import (
 var _ app.PlacementStore = (*store)(nil)
 
 func (s *store) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
-	b := &pgx.Batch{}
-	b.Queue(dbsqlc.ActorLockForOrderSQL, customer)
-	b.Queue(dbsqlc.StockLockForUpdateSQL, ids)
-	br := s.db.SendBatch(ctx, b)
-	out, err := readPlacementLocks(br)
-	if err = firstErr(err, br.Close()); err != nil {
+	var out app.PlacementLocks
+	var b batch
+	b.add(func(db dbsqlc.DBTX) error {
+		row, err := s.q.ActorLockForOrder(ctx, db, customer)
+		if err != nil {
+			return err
+		}
+		out.Credit = toCreditState(row)
+		return nil
+	})
+	b.add(func(db dbsqlc.DBTX) error {
+		rows, err := s.q.StockLockForUpdate(ctx, db, ids)
+		if err != nil {
+			return err
+		}
+		out.Rows = toStockRows(rows)
+		return nil
+	})
+	if err := b.send(ctx, s.db); err != nil {
 		return app.PlacementLocks{}, translate(err)
 	}
 	return out, nil
 }
 
-func readPlacementLocks(br pgx.BatchResults) (app.PlacementLocks, error) {
-	var out app.PlacementLocks
-	var credit dbsqlc.ActorLockForOrderRow
-	if err := br.QueryRow().Scan(&credit.CreditLimitCents, &credit.BalanceCents, &credit.Active); err != nil {
-		return out, err
-	}
-	out.Credit = toCreditState(credit)
-	rows, err := br.Query()
-	if err != nil {
-		return out, err
-	}
-	for rows.Next() {
-		var r dbsqlc.StockLockForUpdateRow
-		if err := rows.Scan(&r.ProductID, &r.PriceCents, &r.Stock); err != nil {
-			rows.Close()
-			return out, err
-		}
-		out.Rows = append(out.Rows, app.StockRow{ID: r.ProductID, Price: domain.Cents(r.PriceCents), Stock: r.Stock})
-	}
-	rows.Close()
-	return out, rows.Err()
-}
-
 func (s *store) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-	stock := addStockParams(take)
-	lines := orderLinesParams(o)
-	b := &pgx.Batch{}
-	b.Queue(dbsqlc.ActorChargeBalanceSQL, int64(o.Total()), o.CustomerID())
-	b.Queue(dbsqlc.StockAddDeltasSQL, stock.Ids, stock.Deltas)
-	b.Queue(dbsqlc.OrderInsertSQL, o.ID(), o.CustomerID(), int64(o.Total()))
-	b.Queue(dbsqlc.OrderLinesInsertSQL, lines.OrderID, lines.LineNos, lines.ProductIds, lines.Quantities, lines.UnitPrices)
-	br := s.db.SendBatch(ctx, b)
-	row, err := readPlacementWrite(br)
-	if err = firstErr(err, br.Close()); err != nil {
+	var row dbsqlc.Order
+	var b batch
+	b.add(func(db dbsqlc.DBTX) error {
+		n, err := s.q.ActorChargeBalance(ctx, db, dbsqlc.ActorChargeBalanceParams{ID: o.CustomerID(), AmountCents: int64(o.Total())})
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return app.ErrCreditRefused
+		}
+		return nil
+	})
+	b.add(func(db dbsqlc.DBTX) error { return s.q.StockAddDeltas(ctx, db, addStockParams(take)) })
+	b.add(func(db dbsqlc.DBTX) (err error) {
+		row, err = s.q.OrderInsert(ctx, db, orderInsertParams(o))
+		return err
+	})
+	b.add(func(db dbsqlc.DBTX) error { return s.q.OrderLinesInsert(ctx, db, orderLinesParams(o)) })
+	if err := b.send(ctx, s.db); err != nil {
 		return nil, translate(err)
 	}
 	return toOrder(row, o.Lines())
-}
-
-func readPlacementWrite(br pgx.BatchResults) (dbsqlc.Order, error) {
-	var row dbsqlc.Order
-	charged, err := br.Exec()
-	if err != nil {
-		return row, err
-	}
-	if charged.RowsAffected() != 1 {
-		return row, app.ErrCreditRefused
-	}
-	if _, err := br.Exec(); err != nil {
-		return row, err
-	}
-	err = br.QueryRow().Scan(&row.ID, &row.CustomerID, &row.Status, &row.TotalCents, &row.PaidCents,
-		&row.Version, &row.CreatedAt, &row.UpdatedAt)
-	if err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return row, errors.New("order insert returned no row")
-		}
-		return row, err
-	}
-	_, err = br.Exec()
-	return row, err
 }

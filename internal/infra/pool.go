@@ -89,16 +89,14 @@ func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// guards is the GuardsSet statement of a pool, ready to queue in front of a
-// transaction's first statement.
-type guards struct{ args []any }
+// guards are the arguments of a pool's GuardsSet, ready to queue in front
+// of a transaction's first statement.
+type guards struct{ params dbsqlc.GuardsSetParams }
 
 func newGuards(c PoolConfig) *guards {
-	return &guards{args: []any{ms(c.StatementTimeout), ms(c.LockTimeout), ms(c.IdleInTxTimeout)}}
-}
-
-func (g *guards) query() *pgx.QueuedQuery {
-	return &pgx.QueuedQuery{SQL: dbsqlc.GuardsSetSQL, Arguments: g.args}
+	return &guards{params: dbsqlc.GuardsSetParams{
+		StatementTimeout: ms(c.StatementTimeout), LockTimeout: ms(c.LockTimeout), IdleInTxTimeout: ms(c.IdleInTxTimeout),
+	}}
 }
 
 // guardsOf holds the guards of every pool NewPool opened (a few bytes

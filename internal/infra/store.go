@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ordersvc/ordersvc/internal/app"
@@ -176,11 +175,15 @@ func (r stockRepo) LockRows(ctx context.Context, ids []uuid.UUID) ([]app.StockRo
 	if err != nil {
 		return nil, translate(err)
 	}
+	return toStockRows(rows), nil
+}
+
+func toStockRows(rows []dbsqlc.StockLockForUpdateRow) []app.StockRow {
 	out := make([]app.StockRow, len(rows))
 	for i, row := range rows {
 		out[i] = app.StockRow{ID: row.ProductID, Price: domain.Cents(row.PriceCents), Stock: row.Stock}
 	}
-	return out, nil
+	return out
 }
 
 func (r stockRepo) AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error {
@@ -202,7 +205,7 @@ func addStockParams(deltas map[uuid.UUID]int64) dbsqlc.StockAddDeltasParams {
 type orderRepo struct{ *store }
 
 func (r orderRepo) Insert(ctx context.Context, o *domain.Order) (*domain.Order, error) {
-	row, err := r.q.OrderInsert(ctx, r.db, dbsqlc.OrderInsertParams{ID: o.ID(), CustomerID: o.CustomerID(), TotalCents: int64(o.Total())})
+	row, err := r.q.OrderInsert(ctx, r.db, orderInsertParams(o))
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -210,6 +213,10 @@ func (r orderRepo) Insert(ctx context.Context, o *domain.Order) (*domain.Order, 
 		return nil, translate(err)
 	}
 	return toOrder(row, o.Lines())
+}
+
+func orderInsertParams(o *domain.Order) dbsqlc.OrderInsertParams {
+	return dbsqlc.OrderInsertParams{ID: o.ID(), CustomerID: o.CustomerID(), TotalCents: int64(o.Total())}
 }
 
 func orderLinesParams(o *domain.Order) dbsqlc.OrderLinesInsertParams {
@@ -243,40 +250,29 @@ func toOrder(r dbsqlc.Order, lines []domain.OrderLine) (*domain.Order, error) {
 // selected by the order id alone, so the second statement needs nothing from
 // the first (and an order's lines never change once placed).
 func (r orderRepo) Get(ctx context.Context, id uuid.UUID) (*domain.Order, error) {
-	b := &pgx.Batch{}
-	b.Queue(dbsqlc.OrderGetSQL, id)
-	b.Queue(dbsqlc.OrderLinesGetSQL, []uuid.UUID{id})
-	br := r.db.SendBatch(ctx, b)
-	o, err := readOrderWithLines(br)
-	if err = firstErr(err, br.Close()); err != nil {
+	var o dbsqlc.Order
+	var lines []dbsqlc.OrderLine
+	var b batch
+	b.add(func(db dbsqlc.DBTX) (err error) {
+		o, err = r.q.OrderGet(ctx, db, id)
+		return err
+	})
+	b.add(func(db dbsqlc.DBTX) (err error) {
+		lines, err = r.q.OrderLinesGet(ctx, db, []uuid.UUID{id})
+		return err
+	})
+	if err := b.send(ctx, r.db); err != nil {
 		return nil, translate(err)
 	}
-	return o, nil
+	return toOrder(o, toOrderLines(lines))
 }
 
-func readOrderWithLines(br pgx.BatchResults) (*domain.Order, error) {
-	var o dbsqlc.Order
-	err := br.QueryRow().Scan(&o.ID, &o.CustomerID, &o.Status, &o.TotalCents, &o.PaidCents, &o.Version, &o.CreatedAt, &o.UpdatedAt)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+func toOrderLines(rows []dbsqlc.OrderLine) []domain.OrderLine {
 	var lines []domain.OrderLine
-	for rows.Next() {
-		var l dbsqlc.OrderLine
-		if err := rows.Scan(&l.OrderID, &l.LineNo, &l.ProductID, &l.Quantity, &l.UnitPriceCents); err != nil {
-			return nil, err
-		}
+	for _, l := range rows {
 		lines = append(lines, domain.OrderLine{ProductID: l.ProductID, Quantity: domain.Quantity(l.Quantity), UnitPrice: domain.Cents(l.UnitPriceCents)})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return toOrder(o, lines)
+	return lines
 }
 
 // withLines loads the lines of several orders in one query.
