@@ -76,12 +76,12 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		}
 	}
 	// Every product, including demo products seeded by an earlier run.
-	products, err := uc.Products.List(ctx, app.Page{Limit: 100})
+	products, err := uc.ListProducts.Handle(ctx, app.Page{Limit: 100})
 	if err != nil {
 		return err
 	}
 	for _, p := range products {
-		level, err := uc.Stock.Get(ctx, p.ID())
+		level, err := uc.GetStock.Handle(ctx, p.ID())
 		if err != nil {
 			return fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
 		}

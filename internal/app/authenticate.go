@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
 	"sync"
 	"sync/atomic"
 
@@ -32,6 +33,12 @@ type Authenticate struct {
 	// Cache, when set, spares the separate lookup round trip for tokens
 	// this process has seen; nil looks every token up on its own.
 	Cache *TokenCache
+}
+
+// HashToken is how a token is stored and looked up: only its SHA-256 is kept.
+func HashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
 }
 
 // ErrUnauthenticated: the token is unknown or its actor is deactivated.

@@ -24,8 +24,8 @@ var (
 func (t EventType) String() string { return t.name }
 
 // Event is a committed state change that other systems care about. A use case
-// appends it through Repositories.Outbox in the transaction that makes the change, so
-// that the change and its event commit together or not at all. Data is
+// appends it through Repositories.Outbox in the transaction that makes the
+// change, so that the change and its event commit together or not at all. Data is
 // marshalled to JSON and delivered as the "data" member of
 // {"id","type","occurred_at","data"}; it carries enough for a consumer to act
 // without calling the service back.

@@ -84,7 +84,7 @@ func BenchmarkFingerprint(b *testing.B) {
 func BenchmarkFingerprintWithPathParams(b *testing.B) {
 	id := "01a237b6-85a5-7acf-9996-41632f2c0246"
 	r := routed("POST", "/v1/orders/"+id+"/cancel", "/v1/orders/{id}/cancel", "id", id)
-	cmd := app.TransitionOrderCommand{ID: uuid.MustParse(id), Move: app.Cancel, Expected: []domain.Version{3}}
+	cmd := app.CancelOrderCommand{ID: uuid.MustParse(id), Expected: []domain.Version{3}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := fingerprint(r, cmd); err != nil {

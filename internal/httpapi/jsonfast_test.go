@@ -113,7 +113,7 @@ func TestPlacementCanonicalFormMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	// Every other command still goes through encoding/json.
-	other := app.TransitionOrderCommand{ID: randomUUID(r), Move: app.Cancel, Expected: []domain.Version{3}}
+	other := app.CancelOrderCommand{ID: randomUUID(r), Expected: []domain.Version{3}}
 	want, _ := json.Marshal(other)
 	if got, _ := canonical(other); !bytes.Equal(got, want) {
 		t.Fatalf("transition: %s vs %s", got, want)

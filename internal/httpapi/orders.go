@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -108,7 +109,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.app.Orders.Get(r.Context(), principal(r), id)
+	o, err := s.app.GetOrder.Handle(r.Context(), principal(r), id)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	}
 	want := page.Limit
 	page.Limit++
-	os, err := s.app.Orders.List(r.Context(), principal(r), page)
+	os, err := s.app.ListOrders.Handle(r.Context(), principal(r), page)
 	if err != nil {
 		return err
 	}
@@ -133,16 +134,25 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) error {
-	return s.transition(w, r, app.Cancel, "cancelOrder")
+	return transition(s, w, r, "cancelOrder", s.app.CancelOrder.Handle,
+		func(id uuid.UUID, expected []domain.Version) app.CancelOrderCommand {
+			return app.CancelOrderCommand{ID: id, Expected: expected}
+		})
 }
 
 func (s *Server) shipOrder(w http.ResponseWriter, r *http.Request) error {
-	return s.transition(w, r, app.Ship, "shipOrder")
+	return transition(s, w, r, "shipOrder", s.app.ShipOrder.Handle,
+		func(id uuid.UUID, expected []domain.Version) app.ShipOrderCommand {
+			return app.ShipOrderCommand{ID: id, Expected: expected}
+		})
 }
 
 // transition serves cancel and ship: no body, If-Match required, key accepted
 // and checked before the precondition.
-func (s *Server) transition(w http.ResponseWriter, r *http.Request, move app.Transition, operation string) error {
+func transition[C any](s *Server, w http.ResponseWriter, r *http.Request, operation string,
+	handle func(context.Context, C, app.Call[*domain.Order]) (app.Outcome, error),
+	command func(id uuid.UUID, expected []domain.Version) C,
+) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -153,7 +163,7 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, move app.Tra
 	}
 	pr := principal(r)
 	pre := parseIfMatch(r.Header.Values("If-Match"))
-	cmd := app.TransitionOrderCommand{ID: id, Move: move, Expected: pre.versions}
+	cmd := command(id, pre.versions)
 	key, err := idempotencyKey(r, pr, operation, keyAccepted, cmd)
 	if err != nil {
 		return err
@@ -161,7 +171,7 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, move app.Tra
 	if err := pre.err(); err != nil {
 		return err
 	}
-	out, err := s.app.TransitionOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusOK, false)})
+	out, err := handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusOK, false)})
 	return s.respond(w, operation, out, err)
 }
 

@@ -73,7 +73,7 @@ func (s *Server) getProduct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.app.Products.Get(r.Context(), id)
+	p, err := s.app.GetProduct.Handle(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Server) listProducts(w http.ResponseWriter, r *http.Request) error {
 	}
 	want := page.Limit
 	page.Limit++
-	ps, err := s.app.Products.List(r.Context(), page)
+	ps, err := s.app.ListProducts.Handle(r.Context(), page)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *Server) getStock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	level, err := s.app.Stock.Get(r.Context(), id)
+	level, err := s.app.GetStock.Handle(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (s *Server) listStock(w http.ResponseWriter, r *http.Request) error {
 	}
 	want := page.Limit
 	page.Limit++
-	levels, err := s.app.Stock.List(r.Context(), page)
+	levels, err := s.app.ListStock.Handle(r.Context(), page)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 var orderWrites = map[string]string{
 	"OrderInsert":     "ActorChargeBalance, first in placement's write batch (app.PlaceOrder, infra.WritePlacement)",
 	"OrderAddPayment": "ActorReleaseBalance of the amount (app.RecordPayment)",
-	"OrderSetStatus":  "ActorReleaseBalance of what was still owed on cancel (app.TransitionOrder); a ship keeps the order owed",
+	"OrderSetStatus":  "ActorReleaseBalance of what was still owed on cancel (app.CancelOrder); a ship keeps the order owed",
 }
 
 // TestEveryOrderWriteMovesTheBalance fails when a statement that writes

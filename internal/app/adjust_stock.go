@@ -60,16 +60,3 @@ type StockAdjusted struct {
 	Adjustment domain.StockAdjustment
 	Level      *domain.StockLevel
 }
-
-// Stock answers the inventory queries; any actor may read stock levels.
-type Stock struct{ Transactor Transactor }
-
-// Get returns the stock level of one product.
-func (q Stock) Get(ctx context.Context, productID uuid.UUID) (*domain.StockLevel, error) {
-	return q.Transactor.WithoutTx().Stock().Get(ctx, productID)
-}
-
-// List returns a page of stock levels, newest product first.
-func (q Stock) List(ctx context.Context, page Page) ([]*domain.StockLevel, error) {
-	return q.Transactor.WithoutTx().Stock().List(ctx, page)
-}

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// CancelOrder cancels an order and gives back what it took.
+//
+// Invariants: a shipped order is never cancelled, a paid order is not
+// cancelled, a cancelled order's stock returns exactly once, and the
+// customer's balance stops counting a cancelled order exactly once.
+//
+// Mechanism, in one READ COMMITTED transaction: optimistic concurrency driven
+// by If-Match (pattern 4). The domain checks the move on the order as read
+// (domain.Order.Cancel), and UPDATE … WHERE id = $1 AND version = $2 stores it
+// only if nobody changed the order since. Of a concurrent cancel and ship (or
+// payment, which advances the version too) carrying the same ETag, exactly one
+// matches the version; the other updates zero rows and gets version_conflict.
+// Only then, in the same transaction and so exactly once, it takes what the
+// order still owed (total - paid of the row the guarded update returned) off
+// the customer's balance with a guarded atomic statement (pattern 2), and
+// returns the stock, locking the stock rows FOR NO KEY UPDATE in product id
+// order like placement does: order, then customer, then stock rows.
+// order.cancelled is appended in the same transaction.
+//
+// Codes: not_found (missing or another customer's order), version_conflict,
+// invalid_transition.
+type CancelOrder struct{ Transactor Transactor }
+
+// CancelOrderCommand is the input of CancelOrder.
+type CancelOrderCommand struct {
+	ID uuid.UUID
+	// Expected lists the versions the caller's If-Match names; the move
+	// applies when the order is at any of them (RFC 9110 §13.1.1).
+	Expected []domain.Version
+}
+
+// Handle runs the command.
+func (h CancelOrder) Handle(ctx context.Context, cmd CancelOrderCommand, call Call[*domain.Order]) (Outcome, error) {
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+		o, err := orderAtVersion(ctx, repos, call.Principal, cmd.ID, cmd.Expected)
+		if err != nil {
+			return nil, err
+		}
+		if err := o.Cancel(); err != nil {
+			return nil, err
+		}
+		updated, err := repos.Orders().SetStatus(ctx, o, o.Version())
+		if err != nil {
+			return nil, err
+		}
+		if err := repos.Actors().ReleaseBalance(ctx, updated.CustomerID(), updated.Outstanding()); err != nil {
+			return nil, err
+		}
+		ids := make([]uuid.UUID, 0, len(o.Lines()))
+		back := make(map[uuid.UUID]int64, len(o.Lines()))
+		for _, l := range o.Lines() {
+			ids = append(ids, l.ProductID)
+			back[l.ProductID] += int64(l.Quantity)
+		}
+		sortIDs(ids)
+		if _, err := repos.Stock().LockRows(ctx, ids); err != nil {
+			return nil, err
+		}
+		if err := repos.Stock().AddStock(ctx, back); err != nil {
+			return nil, err
+		}
+		if err := repos.Outbox().Append(ctx, orderEvent(EventOrderCancelled, updated)); err != nil {
+			return nil, err
+		}
+		return updated, nil
+	})
+}
