@@ -383,11 +383,18 @@ func TestPurgeSparesKeyReclaimedByRequest(t *testing.T) {
 // rows are deleted but not yet committed, and may wait for placed, which is
 // closed when the placements are done. It returns the statuses and the
 // latencies, and logs the latencies next to a baseline taken before.
-// keyWait is IDEMPOTENCY_WAIT for the placements: far above one purge batch
-// (milliseconds), far below one unbounded delete of 200,000 rows.
-const keyWait = 150 * time.Millisecond
+// keyWait is IDEMPOTENCY_WAIT for the placements. The bounded purge is
+// given one far above a batch's duration even on a loaded machine (a batch
+// of 1,000 rows takes milliseconds idle, a few hundred on a busy CI box), so
+// its result does not depend on the machine's speed. The naive purge holds
+// its rows at a gate until the placements are done, so any wait runs out; a
+// short one keeps that run brief.
+const (
+	keyWaitBounded = 10 * time.Second
+	keyWaitNaive   = 150 * time.Millisecond
+)
 
-func placementsDuringPurge(t *testing.T, purge func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error)) (statuses map[int]int, codes map[string]int) {
+func placementsDuringPurge(t *testing.T, keyWait time.Duration, purge func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error)) (statuses map[int]int, codes map[string]int) {
 	const customers, perCustomer, filler = 8, 25, 200_000
 	e := testkit.New(t, testkit.Options{KeyWait: keyWait, MaxConns: 24})
 	type buyer struct {
@@ -477,7 +484,7 @@ func summary(ds []time.Duration) string {
 // one batch at most, so every one succeeds; latencies are logged, not
 // asserted. One unbounded DELETE, the naive purge, holds every deleted row
 // until it commits, and placements that reuse those keys run out of
-// IDEMPOTENCY_WAIT (here keyWait) or the lock timeout. The naive run does not
+// IDEMPOTENCY_WAIT (here keyWaitNaive) or the lock timeout. The naive run does not
 // hope that its DELETE outlasts the placements: it deletes inside a
 // transaction and holds that transaction open at a gate until the
 // placements have finished, which is what one long DELETE does to them.
@@ -486,7 +493,7 @@ func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 	// The two run one after the other, so that neither's latencies include
 	// the other's 200,000-row setup.
 	t.Run("bounded batches", func(t *testing.T) {
-		statuses, _ := placementsDuringPurge(t, func(e *testkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
+		statuses, _ := placementsDuringPurge(t, keyWaitBounded, func(e *testkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
 			return infra.NewPurger(e.Pool, testkit.Logger(t), nil, infra.PurgeConfig{}).PurgeOnce(context.Background())
 		})
 		if statuses[http.StatusCreated] != 200 {
@@ -494,7 +501,7 @@ func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 		}
 	})
 	t.Run("naive unbounded delete is caught", func(t *testing.T) {
-		statuses, codes := placementsDuringPurge(t, func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error) {
+		statuses, codes := placementsDuringPurge(t, keyWaitNaive, func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error) {
 			ctx := context.Background()
 			tx, err := e.Pool.Begin(ctx)
 			if err != nil {
