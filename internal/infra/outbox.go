@@ -176,8 +176,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// Event is one claimed outbox event.
-type Event struct {
+// Delivery is one claimed outbox event on its way to the receiver: the
+// stored event and how often it was tried. (app.Event is what a use case
+// appends; outboxRepo stores it.)
+type Delivery struct {
 	ID          uuid.UUID
 	Type        string
 	AggregateID uuid.UUID
@@ -189,7 +191,7 @@ type Event struct {
 // Claim is a batch of events taken by one claim. Its events are the
 // dispatcher's to finish until the claim expires.
 type Claim struct {
-	Events []Event
+	Events []Delivery
 	at     pgtype.Timestamptz // claimed_at: identifies the claim in every guarded update
 	start  time.Time          // local time before the claim was sent; never later than claimed_at
 }
@@ -213,7 +215,7 @@ func (d *Dispatcher) Claim(ctx context.Context) (Claim, error) {
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim: %w", translate(err))
 	}
-	c := Claim{start: start, Events: make([]Event, len(rows))}
+	c := Claim{start: start, Events: make([]Delivery, len(rows))}
 	slices.SortFunc(rows, func(a, b dbsqlc.OutboxClaimRow) int {
 		if n := a.AvailableAt.Compare(b.AvailableAt); n != 0 {
 			return n
@@ -222,7 +224,7 @@ func (d *Dispatcher) Claim(ctx context.Context) (Claim, error) {
 	})
 	for i, r := range rows {
 		c.at = r.ClaimedAt // one statement, one now(): the same for every row
-		c.Events[i] = Event{ID: r.ID, Type: r.Type, AggregateID: r.AggregateID, OccurredAt: r.OccurredAt, Data: r.Payload, Attempts: int(r.Attempts)}
+		c.Events[i] = Delivery{ID: r.ID, Type: r.Type, AggregateID: r.AggregateID, OccurredAt: r.OccurredAt, Data: r.Payload, Attempts: int(r.Attempts)}
 	}
 	return c, nil
 }
@@ -277,8 +279,8 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claim) (cut bool, err error)
 	var (
 		mu        sync.Mutex
 		accepted  []uuid.UUID
-		abandoned []Event // in flight when ctx ended: released untried
-		failed    bool    // a transient failure: start nothing more
+		abandoned []Delivery // in flight when ctx ended: released untried
+		failed    bool       // a transient failure: start nothing more
 		errs      []error
 		wg        sync.WaitGroup
 	)
@@ -355,7 +357,7 @@ func (d *Dispatcher) markFenced(ctx context.Context, ids []uuid.UUID, at pgtype.
 // fail records one failed delivery, guarded by the claim: dead at once for
 // a permanent refusal, otherwise back to pending after its backoff (or dead
 // when its attempts are used up).
-func (d *Dispatcher) fail(ctx context.Context, c Claim, ev Event, res result) error {
+func (d *Dispatcher) fail(ctx context.Context, c Claim, ev Delivery, res result) error {
 	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
 	defer cancel()
 	log := d.log.With("event_id", ev.ID, "type", ev.Type, "attempt", ev.Attempts)
@@ -399,7 +401,7 @@ func (d *Dispatcher) fail(ctx context.Context, c Claim, ev Event, res result) er
 
 // release gives back events that were not attempted: pending and due at
 // once, the claim's attempt not counted.
-func (d *Dispatcher) release(ctx context.Context, c Claim, evs []Event) error {
+func (d *Dispatcher) release(ctx context.Context, c Claim, evs []Delivery) error {
 	if len(evs) == 0 {
 		return nil
 	}

@@ -11,10 +11,11 @@ import (
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
-// outboxRepo implements app.OutboxRepo: it inserts the event in the store's
-// transaction, so that it commits or rolls back with the change it reports.
+// outboxRepo implements app.OutboxRepo: it inserts the event in the
+// use case's transaction, so that it commits or rolls back with the change
+// it reports.
 // The dispatcher (outbox.go) delivers it after the commit.
-type outboxRepo struct{ *store }
+type outboxRepo struct{ *repositories }
 
 func (r outboxRepo) Append(ctx context.Context, e app.Event) error {
 	payload, err := json.Marshal(e.Data)

@@ -10,7 +10,7 @@ import (
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
-// The store pipelines order placement (app.PlacementStore): the statements
+// The repositories pipeline order placement (app.PlacementStore): the statements
 // of ActorRepo.LockForOrder and StockRepo.LockRows go out as one
 // batch, those of ActorRepo.ChargeBalance, StockRepo.AddStock and
 // OrderRepo.Insert as another. The server executes a batch's statements
@@ -18,9 +18,9 @@ import (
 // the locks are taken in the same global order (customer, then stock rows by
 // product id) and every error is the one the stepwise calls would have
 // returned.
-var _ app.PlacementStore = (*store)(nil)
+var _ app.PlacementStore = (*repositories)(nil)
 
-func (s *store) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
+func (s *repositories) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
 	var out app.PlacementLocks
 	var b batch
 	b.add(func(db dbsqlc.DBTX) error {
@@ -45,7 +45,7 @@ func (s *store) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []
 	return out, nil
 }
 
-func (s *store) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+func (s *repositories) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
 	var row dbsqlc.Order
 	var b batch
 	b.add(func(db dbsqlc.DBTX) error {

@@ -144,8 +144,8 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 // explicit transaction.
 func (r *Runner) WithoutTx() app.Repositories { return r.bind(newPoolPipe(r.pool)) }
 
-func (r *Runner) bind(db dbtx) *store {
-	return &store{db: db, q: r.q, keys: r.keys}
+func (r *Runner) bind(db dbtx) *repositories {
+	return &repositories{db: db, q: r.q, keys: r.keys}
 }
 
 // Ping checks that the database answers.

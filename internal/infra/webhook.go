@@ -19,7 +19,7 @@ import (
 
 // sink is where the dispatcher sends events.
 type sink interface {
-	send(ctx context.Context, ev Event) result
+	send(ctx context.Context, ev Delivery) result
 	close()
 }
 
@@ -39,7 +39,7 @@ type envelope struct {
 	Data       json.RawMessage `json:"data"`
 }
 
-func encodeEvent(ev Event) ([]byte, error) {
+func encodeEvent(ev Delivery) ([]byte, error) {
 	return json.Marshal(envelope{ID: ev.ID.String(), Type: ev.Type, OccurredAt: ev.OccurredAt.UTC(), Data: ev.Data})
 }
 
@@ -82,7 +82,7 @@ func newWebhook(target string, timeout time.Duration, concurrency int, secrets [
 
 func (w *webhook) close() { w.client.CloseIdleConnections() }
 
-func (w *webhook) send(ctx context.Context, ev Event) result {
+func (w *webhook) send(ctx context.Context, ev Delivery) result {
 	body, err := encodeEvent(ev)
 	if err != nil {
 		return result{permanent: true, err: "encode: " + err.Error()}
@@ -175,7 +175,7 @@ func retryAfter(h string) time.Duration {
 // event is logged and counts as delivered.
 type logSink struct{ log *slog.Logger }
 
-func (s logSink) send(ctx context.Context, ev Event) result {
+func (s logSink) send(ctx context.Context, ev Delivery) result {
 	s.log.InfoContext(ctx, "outbox event (no OUTBOX_WEBHOOK_URL set)", "event_id", ev.ID, "type", ev.Type,
 		"aggregate_id", ev.AggregateID, "data", string(ev.Data))
 	return result{ok: true}

@@ -41,7 +41,7 @@ type KeyConfig struct {
 // INSERT then succeeds, and it executes). The wait is bounded by setting
 // lock_timeout to IDEMPOTENCY_WAIT for the claim alone; when it runs out the
 // duplicate gets idempotency_in_progress.
-type keyStore struct{ *store }
+type keyStore struct{ *repositories }
 
 // errRecordPurged: the expired record whose conflict stopped the claim's
 // INSERT was deleted by the retention purge before the claim could read or
