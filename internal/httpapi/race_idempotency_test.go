@@ -58,7 +58,7 @@ func raceSameKeyAdjust(t *testing.T, e *testkit.Env) []string {
 	const n = 50
 	id := e.NewProduct(100, 10)
 	res := make([]*testkit.Response, n)
-	done := adjustMeet(8).arm(t, e)
+	done := adjustMeet(8).Arm(t, e)
 	testkit.Race(n, func(i int) {
 		res[i] = e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 5, "reason": "restock"},
 			"Idempotency-Key", "restock-2024-06-01")
@@ -139,7 +139,9 @@ func withNaiveKeys() func(app.Transactor) app.Transactor {
 
 // adjustMeet is a stock adjustment's meeting point: after its UPDATE of the
 // stock (guarded: with the row lock), before its stock_adjustments row.
-func adjustMeet(n int) meet { return meet{testkit.Before, "StockAdjustmentInsert", n} }
+func adjustMeet(n int) testkit.Meet {
+	return testkit.Meet{Where: testkit.Before, Statement: "StockAdjustmentInsert", N: n}
+}
 
 // naiveKeyStore is the classic broken idempotency store: Claim looks for a
 // record with a plain SELECT and goes ahead when there is none; Complete
@@ -199,7 +201,7 @@ func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
 	const stock, n = 10, 30
 	id := e.NewProduct(100, stock)
 	statuses := make([]int, n)
-	done := adjustMeet(8).arm(t, e)
+	done := adjustMeet(8).Arm(t, e)
 	defer done()
 	testkit.Race(n, func(i int) {
 		r := e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": -1, "reason": "sold at the counter"},

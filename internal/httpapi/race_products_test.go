@@ -21,11 +21,11 @@ import (
 // version 1 and returns the broken invariants: exactly one may win
 // (EXT.CONCURRENCY.VERSION.001), every other gets 409 version_conflict, and
 // the product's version advanced exactly once.
-func racePatchSameETag(t *testing.T, e *testkit.Env, m meet) []string {
+func racePatchSameETag(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
 	const n = 20
 	id := e.NewProduct(100, 5)
 	statuses := make([]int, n)
-	done := m.arm(t, e)
+	done := m.Arm(t, e)
 	defer done()
 	testkit.Race(n, func(i int) {
 		res := e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"name": fmt.Sprintf("name %d", i)}, "If-Match", `"v1"`)
@@ -53,7 +53,7 @@ func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range racePatchSameETag(t, testkit.New(t), meet{testkit.After, "ProductUpdate", 8}) {
+		for _, b := range racePatchSameETag(t, testkit.New(t), testkit.Meet{Where: testkit.After, Statement: "ProductUpdate", N: 8}) {
 			t.Error(b)
 		}
 	})
@@ -64,7 +64,7 @@ func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 				return naiveProductUpdate{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
 			}}
 		}})
-		if broken := racePatchSameETag(t, e, meet{testkit.Before, "NaiveProductUpdate", 8}); len(broken) == 0 {
+		if broken := racePatchSameETag(t, e, testkit.Meet{Where: testkit.Before, Statement: "NaiveProductUpdate", N: 8}); len(broken) == 0 {
 			t.Fatal("the naive variant kept the invariant: the test cannot tell a guarded update from a lost update")
 		} else {
 			t.Logf("naive variant broke the invariant as expected: %v", broken)
@@ -126,7 +126,7 @@ func editWhileSelling(t *testing.T, e *testkit.Env) (editWhileSellingFigures, []
 		customers[i] = e.NewActor("customer", 100_000_000)
 	}
 
-	found := &findings{}
+	found := &testkit.Findings{}
 	release := make([]chan struct{}, edits)
 	sold := make([]chan struct{}, edits)
 	once := make([]sync.Once, edits)
@@ -144,7 +144,7 @@ func editWhileSelling(t *testing.T, e *testkit.Env) (editWhileSellingFigures, []
 			res := placeOrder(e, customers[i%len(customers)].Token, fmt.Sprintf("sale-%d", i), product, 1)
 			placed[i] = res.Status
 			if res.Status != http.StatusCreated {
-				found.add("placement %d: %d %s", i, res.Status, res.Body)
+				found.Add("placement %d: %d %s", i, res.Status, res.Body)
 			}
 			once[k].Do(func() { close(sold[k]) })
 		}()
@@ -170,7 +170,7 @@ func editWhileSelling(t *testing.T, e *testkit.Env) (editWhileSellingFigures, []
 		case res.Code() == "version_conflict":
 			fig.Conflicts++
 		default:
-			found.add("edit %d: %d %s", k, res.Status, res.Body)
+			found.Add("edit %d: %d %s", k, res.Status, res.Body)
 		}
 	}
 	wg.Wait()
@@ -208,7 +208,7 @@ func editWhileSelling(t *testing.T, e *testkit.Env) (editWhileSellingFigures, []
 	if left := e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, product); left != int64(sales-fig.Orders) {
 		broken = append(broken, fmt.Sprintf("stock %d after %d sales from %d", left, fig.Orders, sales))
 	}
-	return fig, append(broken, found.list...)
+	return fig, append(broken, found.List()...)
 }
 
 type editWhileSellingFigures struct {

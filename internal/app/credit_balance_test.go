@@ -1,9 +1,8 @@
-package httpapi_test
+package app_test
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
@@ -14,6 +13,9 @@ import (
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
+
+// The customer's maintained balance (ADR 0007) is moved by PlaceOrder,
+// RecordPayment and CancelOrder; these tests prove it across all three.
 
 // ---- the maintained balance never loses an update
 
@@ -27,18 +29,14 @@ import (
 // loses four payments (+1,200) and any number of placements (-700 each);
 // 300 and 700 are chosen so that those can never cancel out.
 func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
-	found := &findings{}
+	found := &testkit.Findings{}
 	const n, owedBefore, pay, orderTotal = 5, 1000, 300, 700
 	customer := e.NewActor("customer", 1_000_000)
 	first := e.NewProduct(owedBefore, 1000)
 	later := e.NewProduct(orderTotal, 1000)
-	orders := make([]string, n)
+	orders := make([]uuid.UUID, n)
 	for i := range orders {
-		res := placeOrder(e, customer.Token, fmt.Sprintf("before-%d", i), first, 1)
-		if res.Status != http.StatusCreated {
-			t.Fatalf("place: %d %s", res.Status, res.Body)
-		}
-		orders[i] = res.String("id")
+		orders[i] = as(e, customer).mustPlace(fmt.Sprintf("before-%d", i), first, 1).ID()
 	}
 	payments := e.Hooks.Stop(testkit.Before, stop)
 	raced, watched := make(chan struct{}), make(chan struct{})
@@ -53,22 +51,21 @@ func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
 			case <-time.After(2 * time.Millisecond):
 				continue
 			}
-			found.add("only %d of %d payments were held together at %s", payments.Held(), n, stop)
+			found.Add("only %d of %d payments were held together at %s", payments.Held(), n, stop)
 			return
 		}
 	}()
-	statuses := make([]int, 2*n)
+	codes := make([]domain.Code, 2*n)
 	testkit.Race(2*n, func(i int) {
-		var r *testkit.Response
+		var err error
 		if i%2 == 0 {
-			r = e.Do("POST", "/v1/orders/"+orders[i/2]+"/payments", customer.Token, map[string]any{"amount_cents": pay},
-				"Idempotency-Key", fmt.Sprintf("pay-%d", i))
+			err = as(e, customer).pay(orders[i/2], fmt.Sprintf("pay-%d", i), pay)
 		} else {
-			r = placeOrder(e, customer.Token, fmt.Sprintf("during-%d", i), later, 1)
+			_, err = as(e, customer).place(fmt.Sprintf("during-%d", i), later, 1)
 		}
-		statuses[i] = r.Status
-		if r.Status != http.StatusCreated {
-			found.add("request %d: %d %s", i, r.Status, r.Body)
+		codes[i] = code(err)
+		if err != nil {
+			found.Add("request %d: %v", i, err)
 		}
 	})
 	close(raced)
@@ -76,13 +73,13 @@ func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
 	want := int64(n*owedBefore - n*pay + n*orderTotal)
 	owed := e.QueryInt(`SELECT coalesce(sum(total_cents - paid_cents), 0) FROM orders WHERE customer_id = $1 AND status IN ('placed', 'shipped')`, customer.ID)
 	balance := e.QueryInt(`SELECT balance_cents FROM actors WHERE id = $1`, customer.ID)
-	t.Logf("requests %d, 201s %d, payments held together at %s, balance %d, orders owe %d, want %d",
-		len(statuses), count(statuses, http.StatusCreated), stop, balance, owed, want)
+	t.Logf("requests %d, accepted %d, payments held together at %s, balance %d, orders owe %d, want %d",
+		len(codes), countCode(codes, ""), stop, balance, owed, want)
 	var broken []string
 	if balance != owed || owed != want {
 		broken = append(broken, fmt.Sprintf("balance %d, orders owe %d, want both %d", balance, owed, want))
 	}
-	return append(broken, found.list...)
+	return append(broken, found.List()...)
 }
 
 // TestRaceBalanceNeverLosesAnUpdate: guarded, the payments meet before
@@ -103,11 +100,9 @@ func TestRaceBalanceNeverLosesAnUpdate(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner,
-				Placement: func(tx app.Repositories) app.PlacementStore {
-					return &naivePlacement{tx: tx, real: tx.(app.PlacementStore), lockActor: true, lockProducts: true, naiveCharge: true}
-				},
-				Actors: func(tx app.Repositories) app.ActorRepo {
-					return naiveBalance{ActorRepo: tx.Actors(), db: testkit.Conn(tx)}
+				Placement: naivePlacement{lockActor: true, lockStock: true, naiveCharge: true}.on,
+				Actors: func(repos app.Repositories) app.ActorRepo {
+					return naiveBalance{ActorRepo: repos.Actors(), db: testkit.Conn(repos)}
 				},
 			}
 		}})
@@ -148,45 +143,57 @@ func TestBalanceFollowsEveryOrderChange(t *testing.T) {
 	e := testkit.New(t)
 	customer := e.NewActor("customer", 10_000)
 	product := e.NewProduct(1000, 100)
-	step := func(what string, res *testkit.Response, status int, code string, balance int64) *testkit.Response {
+	c, staff := as(e, customer), as(e, e.Staff)
+	step := func(what string, err error, want domain.Code, balance int64) {
 		t.Helper()
-		if res.Status != status || (code != "" && res.Code() != code) {
-			t.Fatalf("%s: %d %s, want %d %s", what, res.Status, res.Body, status, code)
+		if got := code(err); got != want {
+			t.Fatalf("%s: %v, want code %q", what, err, want)
 		}
 		if got := e.QueryInt(`SELECT balance_cents FROM actors WHERE id = $1`, customer.ID); got != balance {
 			t.Errorf("%s: balance %d, want %d", what, got, balance)
 		}
 		e.Check()
-		return res
 	}
-	pay := func(order, key string, amount int64) *testkit.Response {
-		return e.Do("POST", "/v1/orders/"+order+"/payments", customer.Token, map[string]any{"amount_cents": amount}, "Idempotency-Key", key)
+	place := func(what, key string, qty int, want domain.Code, balance int64) *domain.Order {
+		t.Helper()
+		o, err := c.place(key, product, qty)
+		step(what, err, want, balance)
+		return o
 	}
-	move := func(order, action, token, etag string) *testkit.Response {
-		return e.Do("POST", "/v1/orders/"+order+"/"+action, token, nil, "If-Match", etag)
+	cancel := func(what string, o *domain.Order, version domain.Version, want domain.Code, balance int64) *domain.Order {
+		t.Helper()
+		got, err := c.cancel(o.ID(), version)
+		step(what, err, want, balance)
+		return got
+	}
+	ship := func(what string, o *domain.Order, version domain.Version, want domain.Code, balance int64) *domain.Order {
+		t.Helper()
+		got, err := staff.ship(o.ID(), version)
+		step(what, err, want, balance)
+		return got
 	}
 
-	o1 := step("place 3000", placeOrder(e, customer.Token, "o1", product, 3), 201, "", 3000)
-	o2 := step("place 2000", placeOrder(e, customer.Token, "o2", product, 2), 201, "", 5000)
-	step("place 6000 over the limit", placeOrder(e, customer.Token, "o-over", product, 6), 422, "credit_limit_exceeded", 5000)
-	step("placement replayed", placeOrder(e, customer.Token, "o2", product, 2), 201, "", 5000)
-	step("pay 1000", pay(o1.String("id"), "p1", 1000), 201, "", 4000)
-	step("pay 1000 replayed", pay(o1.String("id"), "p1", 1000), 201, "", 4000)
-	step("overpay", pay(o1.String("id"), "p-over", 2001), 409, "overpayment", 4000)
-	shipped := step("ship", move(o1.String("id"), "ship", e.Staff.Token, `"v2"`), 200, "", 4000)
-	step("pay the shipped order in full", pay(o1.String("id"), "p2", 2000), 201, "", 2000)
-	cancelled := step("cancel unpaid", move(o2.String("id"), "cancel", customer.Token, o2.Header.Get("ETag")), 200, "", 0)
-	step("cancel again", move(o2.String("id"), "cancel", customer.Token, cancelled.Header.Get("ETag")), 409, "invalid_transition", 0)
-	step("pay a cancelled order", pay(o2.String("id"), "p3", 100), 409, "invalid_transition", 0)
-	step("ship a cancelled order", move(o2.String("id"), "ship", e.Staff.Token, cancelled.Header.Get("ETag")), 409, "invalid_transition", 0)
-	step("cancel a shipped order", move(o1.String("id"), "cancel", customer.Token, shipped.Header.Get("ETag")), 409, "", 0)
+	o1 := place("place 3000", "o1", 3, "", 3000) // v1
+	o2 := place("place 2000", "o2", 2, "", 5000) // v1
+	place("place 6000 over the limit", "o-over", 6, domain.CodeCreditLimitExceeded, 5000)
+	place("placement replayed", "o2", 2, "", 5000)
+	step("pay 1000", c.pay(o1.ID(), "p1", 1000), "", 4000) // o1 v2
+	step("pay 1000 replayed", c.pay(o1.ID(), "p1", 1000), "", 4000)
+	step("overpay", c.pay(o1.ID(), "p-over", 2001), domain.CodeOverpayment, 4000)
+	ship("ship", o1, 2, "", 4000)                                               // o1 v3
+	step("pay the shipped order in full", c.pay(o1.ID(), "p2", 2000), "", 2000) // o1 v4
+	cancelled := cancel("cancel unpaid", o2, o2.Version(), "", 0)               // o2 v2
+	cancel("cancel again", o2, cancelled.Version(), domain.CodeInvalidTransition, 0)
+	step("pay a cancelled order", c.pay(o2.ID(), "p3", 100), domain.CodeInvalidTransition, 0)
+	ship("ship a cancelled order", o2, cancelled.Version(), domain.CodeInvalidTransition, 0)
+	cancel("cancel a shipped order", o1, 4, domain.CodeInvalidTransition, 0)
 
-	o3 := step("place 4000", placeOrder(e, customer.Token, "o3", product, 4), 201, "", 4000)
+	o3 := place("place 4000", "o3", 4, "", 4000)
 	e.Exec(`UPDATE actors SET credit_limit_cents = 1000 WHERE id = $1`, customer.ID)
-	step("place under a limit lowered below the balance", placeOrder(e, customer.Token, "o4", product, 1), 422, "credit_limit_exceeded", 4000)
-	step("pay under the lowered limit", pay(o3.String("id"), "p4", 500), 201, "", 3500)
-	step("cancel an order paid in part", move(o3.String("id"), "cancel", customer.Token, `"v2"`), 409, "invalid_transition", 3500)
-	step("ship under the lowered limit", move(o3.String("id"), "ship", e.Staff.Token, `"v2"`), 200, "", 3500)
-	step("pay the rest", pay(o3.String("id"), "p5", 3500), 201, "", 0)
-	step("place within the lowered limit", placeOrder(e, customer.Token, "o5", product, 1), 201, "", 1000)
+	place("place under a limit lowered below the balance", "o4", 1, domain.CodeCreditLimitExceeded, 4000)
+	step("pay under the lowered limit", c.pay(o3.ID(), "p4", 500), "", 3500) // o3 v2
+	cancel("cancel an order paid in part", o3, 2, domain.CodeInvalidTransition, 3500)
+	ship("ship under the lowered limit", o3, 2, "", 3500)
+	step("pay the rest", c.pay(o3.ID(), "p5", 3500), "", 0)
+	place("place within the lowered limit", "o5", 1, "", 1000)
 }

@@ -1,9 +1,9 @@
-package httpapi_test
+package app_test
 
 import (
 	"context"
 	"fmt"
-	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +14,84 @@ import (
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
+
+// ---- cancel against ship
+
+// checkCancelVsShip: for several orders, 4 cancels (by the owner) and 4 ships
+// (by staff) race at the same version. Exactly one wins per order; if the
+// cancel won the stock is back, if the ship won it stays taken.
+func checkCancelVsShip(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
+	found := &testkit.Findings{}
+	const rounds, each, stock, qty = 5, 4, 50, 3
+	var broken []string
+	for round := 0; round < rounds; round++ {
+		customer := e.NewActor("customer", 1_000_000)
+		product := e.NewProduct(10, stock)
+		placed := as(e, customer).mustPlace("order", product, qty)
+		order, version := placed.ID(), placed.Version()
+		var cancels, ships atomic.Int64
+		done := m.Arm(t, e)
+		testkit.Race(2*each, func(i int) {
+			var err error
+			if i%2 == 0 {
+				_, err = as(e, customer).cancel(order, version)
+			} else {
+				_, err = as(e, e.Staff).ship(order, version)
+			}
+			switch c := code(err); {
+			case err == nil && i%2 == 0:
+				cancels.Add(1)
+			case err == nil:
+				ships.Add(1)
+			case c != domain.CodeVersionConflict && c != domain.CodeInvalidTransition:
+				found.Add("request %d: %v", i, err)
+			}
+		})
+		done()
+		status := orderStatus(e, order)
+		left := stockOf(e, product)
+		t.Logf("round %d: %d cancels and %d ships won, status %s, stock %d", round, cancels.Load(), ships.Load(), status, left)
+		switch {
+		case cancels.Load()+ships.Load() != 1:
+			broken = append(broken, fmt.Sprintf("round %d: %d cancels and %d ships succeeded at one version", round, cancels.Load(), ships.Load()))
+		case status == "cancelled" && left != stock, status == "shipped" && left != stock-qty:
+			broken = append(broken, fmt.Sprintf("round %d: order %s but stock %d", round, status, left))
+		}
+	}
+	return append(broken, found.List()...)
+}
+
+// TestRaceCancelVsShip: guarded, the first transition is held after its
+// version-guarded UPDATE, with the order's row lock, until the 7 others wait
+// on it; the naive transition writes without the version guard, and all 8
+// meet before writing.
+func TestRaceCancelVsShip(t *testing.T) {
+	t.Parallel()
+	testkit.RaceTest(t, checkCancelVsShip, testkit.Meet{Where: testkit.After, Statement: "OrderSetStatus", N: 8}, func(t *testing.T) (*testkit.Env, testkit.Meet) {
+		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+			return testkit.Override{Inner: inner, Orders: func(repos app.Repositories) app.OrderRepo {
+				return naiveTransition{OrderRepo: repos.Orders(), db: testkit.Conn(repos)}
+			}}
+		}})
+		return e, testkit.Meet{Where: testkit.Before, Statement: "NaiveSetStatus", N: 8}
+	})
+}
+
+// naiveTransition writes the new status without checking that the order is
+// still at the version the caller saw.
+type naiveTransition struct {
+	app.OrderRepo
+	db dbsqlc.DBTX
+}
+
+func (n naiveTransition) SetStatus(ctx context.Context, o *domain.Order, expected domain.Version) (*domain.Order, error) {
+	if _, err := n.db.Exec(ctx, "-- name: NaiveSetStatus\nUPDATE orders SET status = $2, version = version + 1 WHERE id = $1", o.ID(), o.Status().String()); err != nil {
+		return nil, err
+	}
+	return n.Get(ctx, o.ID())
+}
+
+// ---- cancel against the first payment
 
 // checkCancelVsFirstPayment races a cancellation against the first payment of
 // a fresh order, in the two interleavings that break naive code, two rounds
@@ -34,44 +112,39 @@ func checkCancelVsFirstPayment(t *testing.T, e *testkit.Env) []string {
 		paymentHeld := round%2 == 0
 		customer := e.NewActor("customer", 1_000_000)
 		product := e.NewProduct(500, 10)
-		res := placeOrder(e, customer.Token, "order", product, 1)
-		if res.Status != http.StatusCreated {
-			t.Fatalf("place: %d %s", res.Status, res.Body)
+		placed := as(e, customer).mustPlace("order", product, 1)
+		order, version := placed.ID(), placed.Version()
+		cancel := func() error {
+			_, err := as(e, customer).cancel(order, version)
+			return err
 		}
-		order, tag := res.String("id"), res.Header.Get("ETag")
-		cancel := func() *testkit.Response {
-			return e.Do("POST", "/v1/orders/"+order+"/cancel", customer.Token, nil, "If-Match", tag)
-		}
-		pay := func() *testkit.Response {
-			return e.Do("POST", "/v1/orders/"+order+"/payments", customer.Token, map[string]any{"amount_cents": 500},
-				"Idempotency-Key", fmt.Sprintf("pay-%d", round))
-		}
+		pay := func() error { return as(e, customer).pay(order, fmt.Sprintf("pay-%d", round), 500) }
 		first, second, held := pay, cancel, "payment"
 		if !paymentHeld {
 			first, second, held = cancel, pay, "cancel"
 		}
 		stop := e.Hooks.StopFirst(testkit.After, "OrderGet", 1)
-		out := make(chan *testkit.Response, 1)
+		out := make(chan error, 1)
 		go func() { out <- first() }()
 		stop.WaitArrived(t, 10*time.Second)
 		other := second()
 		stop.Release()
 		r := <-out
-		payRes, cancelRes := r, other
+		payErr, cancelErr := r, other
 		if !paymentHeld {
-			payRes, cancelRes = other, r
+			payErr, cancelErr = other, r
 		}
-		status := orderStatus(t, e, order)
+		status := orderStatus(e, order)
 		paid := e.QueryInt(`SELECT paid_cents FROM orders WHERE id = $1`, order)
 		stock := stockOf(e, product)
-		t.Logf("round %d (%s held after reading): cancel %d %s, payment %d %s; order %s, paid %d, stock %d",
-			round, held, cancelRes.Status, cancelRes.Code(), payRes.Status, payRes.Code(), status, paid, stock)
-		for _, x := range []*testkit.Response{cancelRes, payRes} {
-			if x.Status >= 500 || x.Err != nil {
-				broken = append(broken, fmt.Sprintf("round %d: %d %s %v", round, x.Status, x.Body, x.Err))
+		t.Logf("round %d (%s held after reading): cancel %v, payment %v; order %s, paid %d, stock %d",
+			round, held, cancelErr, payErr, status, paid, stock)
+		for _, err := range []error{cancelErr, payErr} {
+			if c := code(err); c != "" && c != domain.CodeVersionConflict && c != domain.CodeInvalidTransition {
+				broken = append(broken, fmt.Sprintf("round %d: %v", round, err))
 			}
 		}
-		if cancelRes.Status == http.StatusOK && payRes.Status == http.StatusCreated {
+		if cancelErr == nil && payErr == nil {
 			broken = append(broken, fmt.Sprintf("round %d (%s held): both the cancel and the payment succeeded", round, held))
 		}
 		if status == "cancelled" && paid > 0 {
@@ -102,8 +175,8 @@ func TestRaceCancelVsFirstPayment(t *testing.T) {
 	t.Run("naive variant is caught", func(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Orders: func(tx app.Repositories) app.OrderRepo {
-				return naiveStatusGuards{naiveTransition{OrderRepo: tx.Orders(), db: testkit.Conn(tx)}}
+			return testkit.Override{Inner: inner, Orders: func(repos app.Repositories) app.OrderRepo {
+				return naiveStatusGuards{naiveTransition{OrderRepo: repos.Orders(), db: testkit.Conn(repos)}}
 			}}
 		}})
 		broken := checkCancelVsFirstPayment(t, e)

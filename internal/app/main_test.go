@@ -1,0 +1,9 @@
+package app_test
+
+import (
+	"testing"
+
+	"github.com/ordersvc/ordersvc/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }

@@ -1,0 +1,73 @@
+package testkit
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// Meet is where a race test's racers meet: a stop before or after a named
+// statement, released once N racers are there, held at the stop or waiting
+// for a lock behind the one held (Env.Interleave). Guarded and naive runs
+// both go through it, so the interleaving is forced in both.
+type Meet struct {
+	Where     Where
+	Statement string
+	N         int
+}
+
+// Arm arms the meeting on e; call done after the race.
+func (m Meet) Arm(t *testing.T, e *Env) (done func()) {
+	il := e.Interleave(m.Where, m.Statement, m.N)
+	return func() {
+		t.Helper()
+		held, waiting := il.Wait(t)
+		t.Logf("interleaving forced %s %s: %d racers held there, %d waiting for a lock", m.Where, m.Statement, held, waiting)
+	}
+}
+
+// RaceTest runs an invariant check twice: against the real service, where it
+// must hold, and against a deliberately naive variant of the mechanism, where
+// it must break. The second run is the proof that the test can fail (the
+// seed's "race reproduced, then shown fixed"). Each run forces its
+// interleaving at its meeting point.
+func RaceTest(t *testing.T, check func(t *testing.T, e *Env, m Meet) []string, guarded Meet, naive func(t *testing.T) (*Env, Meet)) {
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		e := New(t)
+		e.CheckAtEnd()
+		for _, b := range check(t, e, guarded) {
+			t.Error(b)
+		}
+	})
+	t.Run("naive variant is caught", func(t *testing.T) {
+		t.Parallel()
+		e, m := naive(t)
+		broken := check(t, e, m)
+		if len(broken) == 0 {
+			t.Fatal("the naive variant kept the invariant: this test cannot catch the race")
+		}
+		t.Logf("naive variant broke the invariant, as it must: %v", broken)
+	})
+}
+
+// Findings collects unexpected outcomes from many goroutines. In a naive run
+// they are part of the breakage; in a guarded run they fail the test.
+type Findings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// Add records one finding.
+func (f *Findings) Add(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.list = append(f.list, fmt.Sprintf(format, args...))
+}
+
+// List returns the findings so far.
+func (f *Findings) List() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.list...)
+}
