@@ -49,6 +49,13 @@ type config struct {
 	// requests are still served, before the listener closes.
 	ShutdownDrain time.Duration
 
+	// OTLPEndpoint, when set, turns tracing on: spans are exported there
+	// with OTLP over HTTP (the standard OTEL_EXPORTER_OTLP_ENDPOINT, a base
+	// URL to which /v1/traces is added). Empty: no tracer provider at all.
+	OTLPEndpoint string
+	// ServiceName is the service.name of the exported spans.
+	ServiceName string
+
 	// PprofAddr, when set, serves net/http/pprof on its own listener (for
 	// example 127.0.0.1:6060). Off by default: profiles expose internals.
 	PprofAddr string
@@ -124,6 +131,15 @@ var settings = []setting{
 		c.ShutdownDrain = d
 		return nil
 	}},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", func(c *config, v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("not an absolute http or https URL such as http://127.0.0.1:4318")
+		}
+		c.OTLPEndpoint = v
+		return nil
+	}},
+	{"OTEL_SERVICE_NAME", "ordersvc", func(c *config, v string) error { c.ServiceName = v; return nil }},
 	{"PPROF_ADDR", "", func(c *config, v string) error { c.PprofAddr = v; return nil }},
 	{"BENCH_DISABLE_IDEMPOTENCY", "", func(c *config, v string) error {
 		switch strings.ToLower(v) {

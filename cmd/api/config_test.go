@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/app"
@@ -60,5 +61,29 @@ func TestMigrateDatabaseURLDefaultsToDatabaseURL(t *testing.T) {
 	env["MIGRATE_DATABASE_URL"] = "postgres://x@postgres/db"
 	if c, err = loadConfig(func(k string) string { return env[k] }, true); err != nil || c.MigrateDatabaseURL != env["MIGRATE_DATABASE_URL"] {
 		t.Fatalf("MIGRATE_DATABASE_URL set: %q, %v", c.MigrateDatabaseURL, err)
+	}
+}
+
+// TestTracingSettings: tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT is
+// set, the service name defaults to ordersvc, a relative endpoint is refused,
+// and spans go to the endpoint's /v1/traces.
+func TestTracingSettings(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(env("DATABASE_URL", "postgres://x@localhost/db"), true)
+	if err != nil || c.OTLPEndpoint != "" || c.ServiceName != "ordersvc" {
+		t.Errorf("defaults: endpoint %q, service name %q, %v; want off and ordersvc", c.OTLPEndpoint, c.ServiceName, err)
+	}
+	if _, err := loadConfig(env("DATABASE_URL", "postgres://x@localhost/db", "OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"), true); err == nil ||
+		!strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+		t.Errorf("an endpoint without a scheme: %v, want an error naming OTEL_EXPORTER_OTLP_ENDPOINT", err)
+	}
+	for endpoint, want := range map[string]string{
+		"http://collector:4318":        "http://collector:4318/v1/traces",
+		"https://otlp.example.test/":   "https://otlp.example.test/v1/traces",
+		"http://gateway:8080/otlp/api": "http://gateway:8080/otlp/api/v1/traces",
+	} {
+		if got := tracesURL(endpoint); got != want {
+			t.Errorf("tracesURL(%q) = %q, want %q", endpoint, got, want)
+		}
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -81,7 +83,8 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 
 // openPool opens the pool with the configured guards and checks that the
 // database answers, so that a bad DATABASE_URL fails at start with one line.
-func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
+// tp traces its round trips (serve, with tracing on); nil for none.
+func openPool(ctx context.Context, c config, tp trace.TracerProvider) (*pgxpool.Pool, error) {
 	pool, err := infra.NewPool(ctx, infra.PoolConfig{
 		URL:              c.DatabaseURL,
 		MaxConns:         c.DBMaxConns,
@@ -89,6 +92,7 @@ func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
 		LockTimeout:      c.DBLockTimeout,
 		IdleInTxTimeout:  c.DBIdleInTxTimeout,
 		ConnectTimeout:   3 * time.Second,
+		TracerProvider:   tp,
 	})
 	if err != nil {
 		return nil, err
@@ -128,15 +132,18 @@ type noKeys struct{}
 func (noKeys) Claim(context.Context, app.Key) (*app.Receipt, error) { return nil, nil }
 func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil }
 
-// newHandler wires the use cases to the HTTP API.
-func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config) http.Handler {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx), RequestTimeout: c.RequestTimeout})
+// newHandler wires the use cases to the HTTP API; tp, when not nil, traces
+// its requests.
+func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) http.Handler {
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx), RequestTimeout: c.RequestTimeout,
+		TracerProvider: tp})
 }
 
 // serve runs the HTTP server until ctx ends. Then /readyz answers 503 for
 // SHUTDOWN_DRAIN while requests are still served, the listener closes, every
 // request already received gets its response within SHUTDOWN_TIMEOUT (see
-// connTracker), the workers stop and the pool closes, in that order.
+// connTracker), the workers stop, the spans still queued are exported (with
+// tracing on) and the pool closes, in that order.
 // listening, when set, receives the bound address (tests listen on :0); tests
 // may pass hooks.
 func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, listening chan<- string, hooks ...serveHooks) error {
@@ -149,11 +156,19 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		return err
 	}
 	log := newLogger(stdout, c.LogLevel)
-	pool, err := openPool(ctx, c)
+	traces, err := newTracing(ctx, c, log, h.spanProcessors...)
 	if err != nil {
 		return err
 	}
+	// Deferred calls run last in, first out: on an early return the spans
+	// are flushed before the pool closes, as on the normal stop path.
+	pool, err := openPool(ctx, c, traces.provider())
+	if err != nil {
+		traces.shutdown(ctx, log)
+		return err
+	}
 	defer pool.Close()
+	defer traces.shutdown(context.WithoutCancel(ctx), log)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -177,7 +192,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		return runner.Ping(ctx)
 	}
 	srv := &http.Server{
-		Handler:           conns.closeConnections(newHandler(runner, ready, log, reg, c)),
+		Handler:           conns.closeConnections(newHandler(runner, ready, log, reg, c, traces.provider())),
 		ConnState:         conns.connState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
@@ -202,7 +217,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
-	done := startWorkers(workers, pool, log, reg, c)
+	done := startWorkers(workers, pool, log, reg, c, traces.provider())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -235,6 +250,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	case <-sctx.Done():
 		log.Warn("workers did not stop before the shutdown deadline")
 	}
+	traces.shutdown(sctx, log)
 	log.Info("stopped")
 	return nil
 }
@@ -249,6 +265,9 @@ type serveHooks struct {
 	// plainShutdown skips the closing step: http.Server.Shutdown alone,
 	// the naive variant that the shutdown tests must catch.
 	plainShutdown bool
+	// spanProcessors see every span when tracing is on (tests record
+	// spans with one); with tracing off there are no spans to see.
+	spanProcessors []sdktrace.SpanProcessor
 }
 
 func (serveHooks) call(f func()) {
@@ -279,9 +298,11 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 // startWorkers starts the background workers, the outbox dispatcher, the
 // idempotency purge and the outbox retention, and returns a channel closed when all of them have
 // stopped. They stop when ctx ends; the dispatcher first releases the events
-// it holds.
-func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) <-chan struct{} {
-	dispatcher := infra.NewDispatcher(pool, log, reg, outboxConfig(c))
+// it holds. tp, when not nil, traces each delivery.
+func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config, tp trace.TracerProvider) <-chan struct{} {
+	oc := outboxConfig(c)
+	oc.TracerProvider = tp
+	dispatcher := infra.NewDispatcher(pool, log, reg, oc)
 	purger := infra.NewPurger(pool, log, reg, infra.PurgeConfig{Interval: c.CleanupInterval})
 	retention := infra.NewOutboxRetention(pool, log, reg, infra.RetentionConfig{Retention: c.OutboxRetention, Interval: c.CleanupInterval})
 	var wg sync.WaitGroup
@@ -304,7 +325,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	// Direct to PostgreSQL (MIGRATE_DATABASE_URL): goose's advisory lock is
 	// held by the session, which a transaction pooler does not keep.
 	c.DatabaseURL = c.MigrateDatabaseURL
-	pool, err := openPool(ctx, c)
+	pool, err := openPool(ctx, c, nil)
 	if err != nil {
 		return err
 	}
@@ -360,7 +381,7 @@ func actorCreate(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, c)
+	pool, err := openPool(ctx, c, nil)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ func (s *Server) handle(h handler) http.HandlerFunc {
 // routes lists the whole API surface in one place.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
+	if s.tracing != nil {
+		r.Use(s.traced())
+	}
 	r.Use(withRequestID, s.observe)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error { return errNoSuchResource }))
 	r.MethodNotAllowed(s.handle(func(_ http.ResponseWriter, r *http.Request) error {

@@ -18,6 +18,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -38,6 +43,10 @@ type Deps struct {
 	// lock or a statement, including one queued in a connection pooler
 	// while the database is down. Zero means no deadline.
 	RequestTimeout time.Duration
+	// TracerProvider, when set, records a server span for each request
+	// (otelhttp), named after its route pattern, and puts its trace id in
+	// the request's log line. Nil: tracing is off and costs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the HTTP API.
@@ -51,12 +60,13 @@ type Server struct {
 	metrics        *metrics
 	router         chi.Router
 	requestTimeout time.Duration
+	tracing        trace.TracerProvider
 }
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
 	s := &Server{app: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
-		requestTimeout: d.RequestTimeout}
+		requestTimeout: d.RequestTimeout, tracing: d.TracerProvider}
 	s.router = s.routes()
 	return s
 }
@@ -193,9 +203,29 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// traced starts the request's server span (otelhttp), continuing the
+// caller's trace when the request carries a W3C traceparent. The probes and
+// the metrics scrape, polled every few seconds by machines, are not traced.
+func (s *Server) traced() func(http.Handler) http.Handler {
+	return otelhttp.NewMiddleware("http.server",
+		otelhttp.WithTracerProvider(s.tracing),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()), // the service's metrics are Prometheus's
+		otelhttp.WithFilter(func(r *http.Request) bool {
+			switch r.URL.Path {
+			case "/healthz", "/readyz", "/metrics":
+				return false
+			}
+			return true
+		}),
+	)
+}
+
 // observe logs one line per request and records the request metrics, by route
 // pattern so that ids do not explode the label space. It also turns a panic
-// into a 500 problem with no internals.
+// into a 500 problem with no internals. When the request is traced, its span
+// is named after the route pattern ("POST /v1/orders", known only once
+// routed) and the log line carries its trace_id.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -215,10 +245,19 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			elapsed := time.Since(start)
 			s.metrics.requests.WithLabelValues(route, r.Method, status).Inc()
 			s.metrics.latency.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
-			s.log.LogAttrs(r.Context(), logLevelFor(sw.status), "request",
+			attrs := []slog.Attr{
 				slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
 				slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("duration", elapsed),
-				slog.String("request_id", requestID(r.Context())))
+				slog.String("request_id", requestID(r.Context())),
+			}
+			if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+				if route != "unmatched" {
+					span.SetName(r.Method + " " + route)
+					span.SetAttributes(semconv.HTTPRoute(route))
+				}
+				attrs = append(attrs, slog.String("trace_id", span.SpanContext().TraceID().String()))
+			}
+			s.log.LogAttrs(r.Context(), logLevelFor(sw.status), "request", attrs...)
 		}()
 		next.ServeHTTP(sw, r)
 	})

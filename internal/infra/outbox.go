@@ -16,6 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
@@ -51,6 +55,10 @@ type OutboxConfig struct {
 	// half is added to the other half ("equal jitter") [1s, 15m].
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// TracerProvider, when set, records each delivery as a span of its own
+	// whose context the webhook request carries (traceparent). Nil: no
+	// spans, no traceparent.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *OutboxConfig) defaults() {
@@ -110,6 +118,7 @@ type Dispatcher struct {
 	cfg     OutboxConfig
 	sink    sink
 	metrics *outboxMetrics
+	tracer  trace.Tracer // nil: tracing is off
 	// mark records accepted deliveries; markFenced, except in the test
 	// that shows what an unfenced mark breaks.
 	mark func(ctx context.Context, ids []uuid.UUID, claimedAt pgtype.Timestamptz) (int64, error)
@@ -121,6 +130,9 @@ func NewDispatcher(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Register
 	cfg.defaults()
 	d := &Dispatcher{pool: pool, q: dbsqlc.New(), log: log, cfg: cfg, metrics: newOutboxMetrics(pool)}
 	d.mark = d.markFenced
+	if cfg.TracerProvider != nil {
+		d.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
 	if cfg.WebhookURL == "" {
 		d.sink = logSink{log: log}
 	} else {
@@ -298,7 +310,9 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claim) (cut bool, err error)
 		ev := c.Events[next]
 		wg.Go(func() {
 			defer func() { <-slots }()
-			res := d.sink.send(ctx, ev)
+			sctx, span := d.startDelivery(ctx, ev)
+			res := d.sink.send(sctx, ev)
+			defer endDelivery(span, res)
 			switch {
 			case res.ok:
 				mu.Lock()
@@ -309,7 +323,11 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claim) (cut bool, err error)
 				abandoned = append(abandoned, ev)
 				mu.Unlock()
 			default:
-				err := d.fail(finish, c, ev, res)
+				fctx := finish
+				if span != nil {
+					fctx = trace.ContextWithSpan(finish, span) // the outcome's record is part of the delivery's trace
+				}
+				err := d.fail(fctx, c, ev, res)
 				mu.Lock()
 				failed = failed || !res.permanent
 				if err != nil {
@@ -326,6 +344,38 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claim) (cut bool, err error)
 	errs = append(errs, d.markDelivered(finish, c, accepted))
 	errs = append(errs, d.release(finish, c, append(abandoned, c.Events[next:]...)))
 	return cut, errors.Join(errs...)
+}
+
+// startDelivery starts the span of one delivery attempt, when tracing is
+// on. It is the root of a trace of its own: the event was committed by a
+// request whose trace ended long before, and linking to it would mean
+// keeping that request's trace context in the outbox row (ADR 0012). The
+// webhook request carries this span's context as traceparent, so that the
+// receiver's trace continues the delivery's.
+func (d *Dispatcher) startDelivery(ctx context.Context, ev Delivery) (context.Context, trace.Span) {
+	if d.tracer == nil {
+		return ctx, nil
+	}
+	return d.tracer.Start(ctx, "deliver "+ev.Type, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			semconv.MessagingOperationTypeSend,
+			semconv.MessagingMessageID(ev.ID.String()),
+			attribute.String("outbox.event.type", ev.Type),
+			attribute.String("outbox.event.aggregate_id", ev.AggregateID.String()),
+			attribute.Int("outbox.event.attempt", ev.Attempts),
+		))
+}
+
+// endDelivery records the attempt's outcome on its span and ends it.
+func endDelivery(span trace.Span, res result) {
+	if span == nil {
+		return
+	}
+	if !res.ok {
+		span.SetAttributes(attribute.Bool("outbox.delivery.permanent", res.permanent))
+		span.SetStatus(codes.Error, res.err)
+	}
+	span.End()
 }
 
 // markDelivered records, in one statement guarded by the claim, that the

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // PoolConfig holds the pool's size and the guard settings that every
@@ -33,6 +35,10 @@ type PoolConfig struct {
 	// Tracer, when set, sees every statement and batch (tests use it to
 	// hold a connection at a named statement and force an interleaving).
 	Tracer pgx.QueryTracer
+	// TracerProvider, when set, records a span for each round trip made
+	// under a recording span (see dbTracer). Nil: tracing is off and costs
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // NewPool opens a pool on c.URL. It does not wait for the database; call
@@ -73,7 +79,7 @@ func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 		// passes on (it tracks it per client).
 		cfg.ConnConfig.RuntimeParams["application_name"] = "ordersvc"
 	}
-	cfg.ConnConfig.Tracer = c.Tracer
+	cfg.ConnConfig.Tracer = composeTracers(cfg.ConnConfig.Tracer, c.Tracer, c.TracerProvider, cfg)
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerUUID(conn.TypeMap())
 		return nil
@@ -84,6 +90,30 @@ func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 	}
 	guardsOf.Store(pool, newGuards(c))
 	return pool, nil
+}
+
+// composeTracers is the pool's tracer: the one the parsed configuration
+// already has (none from a URL, but a caller's own config may carry one), the
+// caller's, and the OpenTelemetry tracer when tracing is on, each seeing
+// every round trip. It is nil when there is none, so pgx skips tracing
+// altogether.
+func composeTracers(parsed, given pgx.QueryTracer, tp trace.TracerProvider, cfg *pgxpool.Config) pgx.QueryTracer {
+	var ts []pgx.QueryTracer
+	for _, t := range []pgx.QueryTracer{parsed, given} {
+		if t != nil {
+			ts = append(ts, t)
+		}
+	}
+	if tp != nil {
+		ts = append(ts, newDBTracer(tp, cfg))
+	}
+	switch len(ts) {
+	case 0:
+		return nil
+	case 1:
+		return ts[0]
+	}
+	return multitracer.New(ts...)
 }
 
 // DefaultMaxConns is two connections per core the process may use, at

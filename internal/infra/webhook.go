@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // sink is where the dispatcher sends events.
@@ -94,6 +96,9 @@ func (w *webhook) send(ctx context.Context, ev Delivery) result {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", ev.ID.String())
 	req.Header.Set("User-Agent", "ordersvc-outbox/1")
+	// The delivery's span, when tracing is on (W3C traceparent); nothing
+	// otherwise.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if len(w.secrets) > 0 {
 		ts := strconv.FormatInt(w.now().Unix(), 10)
 		req.Header.Set("webhook-id", ev.ID.String())

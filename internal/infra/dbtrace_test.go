@@ -1,0 +1,114 @@
+package infra_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/testkit"
+)
+
+// countingTracer counts the statements and batches it sees.
+type countingTracer struct{ queries, batches atomic.Int64 }
+
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.queries.Add(1)
+	return ctx
+}
+func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *countingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.batches.Add(1)
+	return ctx
+}
+func (c *countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *countingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestPoolTracingComposesWithTheGivenTracer: with a TracerProvider, the
+// pool records one span per round trip made under a recording span (a
+// statement, a batch named after its statements, a failure with its
+// SQLSTATE), none for a round trip outside one, and the tracer the caller
+// gave (the test kit's hooks) still sees every statement and batch.
+func TestPoolTracingComposesWithTheGivenTracer(t *testing.T) {
+	t.Parallel()
+	recorder := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	given := &countingTracer{}
+	pool, err := infra.NewPool(context.Background(), infra.PoolConfig{
+		URL: testkit.DB(t), MaxConns: 2, StatementTimeout: 15 * time.Second, LockTimeout: 3 * time.Second,
+		IdleInTxTimeout: 30 * time.Second, ConnectTimeout: 3 * time.Second, Tracer: given, TracerProvider: tp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	// Outside any span: traced by the given tracer only.
+	if _, err := pool.Exec(context.Background(), "select 1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recorder.Ended()); n != 0 {
+		t.Fatalf("%d spans for a statement made outside any span", n)
+	}
+
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
+	if _, err := pool.Exec(ctx, "-- name: Ping :exec\nselect 1"); err != nil {
+		t.Fatal(err)
+	}
+	b := &pgx.Batch{}
+	b.Queue("-- name: First :one\nselect 1")
+	b.Queue("-- name: Divide :one\nselect 1/0")
+	if err := pool.SendBatch(ctx, b).Close(); err == nil {
+		t.Fatal("a division by zero succeeded")
+	}
+	parent.End()
+
+	if q, bs := given.queries.Load(), given.batches.Load(); q != 2 || bs != 1 {
+		t.Errorf("the given tracer saw %d statements and %d batches, want 2 and 1", q, bs)
+	}
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range recorder.Ended() {
+		spans[s.Name()] = s
+	}
+	ping, batch := spans["Ping"], spans["First + Divide"]
+	if ping == nil || batch == nil || len(spans) != 3 {
+		t.Fatalf("spans %v, want Ping, First + Divide and the parent", keys(spans))
+	}
+	for _, s := range []sdktrace.ReadOnlySpan{ping, batch} {
+		if s.Parent().SpanID() != parent.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
+			t.Errorf("span %s: parent %s kind %v, want a client span under the request", s.Name(), s.Parent().SpanID(), s.SpanKind())
+		}
+	}
+	if ping.Status().Code != codes.Unset {
+		t.Errorf("Ping: status %v", ping.Status())
+	}
+	if batch.Status().Code != codes.Error || !hasAttribute(batch, "db.response.status_code", "22012") ||
+		!hasAttribute(batch, "db.operation.batch.size", "2") {
+		t.Errorf("the failed batch: status %v, attributes %v; want an error, SQLSTATE 22012, batch size 2", batch.Status(), batch.Attributes())
+	}
+}
+
+func hasAttribute(s sdktrace.ReadOnlySpan, key, value string) bool {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key && kv.Value.String() == value {
+			return true
+		}
+	}
+	return false
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
