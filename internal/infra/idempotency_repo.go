@@ -74,27 +74,13 @@ func waitLeft(deadline time.Time) string {
 }
 
 func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) (*app.Receipt, error) {
-	// One round trip: bound the wait, claim, restore the lock timeout, and
-	// read the record that holds the key (our own when the claim took it).
-	// The server runs the four in this order and stops at the first error.
-	// The request's token check goes after the claim, which may have
-	// waited: whether the caller may act is read once the wait is over.
-	var n int64
-	claim := func(db dbsqlc.DBTX) (err error) {
-		n, err = s.q.IdempotencyClaim(ctx, db, dbsqlc.IdempotencyClaimParams{
+	rec, err := s.claimBatch(ctx, k, deadline, func(db dbsqlc.DBTX) (int64, error) {
+		return s.q.IdempotencyClaim(ctx, db, dbsqlc.IdempotencyClaimParams{
 			ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:], TtlSeconds: s.keys.TTL.Seconds(),
 		})
-		return err
-	}
-	rec, err := s.claimBatch(ctx, k, deadline, claim)
-	if err != nil {
+	})
+	if err != nil || rec == nil {
 		return nil, err
-	}
-	if n == 1 {
-		return nil, nil
-	}
-	if rec == nil {
-		return nil, errRecordPurged
 	}
 	if rec.Expired {
 		// Past its expiry the key is free again: take the row over. If a
@@ -124,40 +110,35 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) 
 }
 
 // reclaim takes over the expired record that holds k, in one round trip
-// (bound the wait, take over, restore the lock timeout, read the holder).
-// It returns nil when the key is now this transaction's, or the record of
-// the duplicate that took it over first.
+// like the claim's. It returns nil when the key is now this transaction's,
+// or the record of the duplicate that took it over first.
 func (s keyStore) reclaim(ctx context.Context, k app.Key, deadline time.Time) (*dbsqlc.IdempotencyGetRow, error) {
-	var n int64
-	reclaim := func(db dbsqlc.DBTX) (err error) {
-		n, err = s.q.IdempotencyReclaimExpired(ctx, db, dbsqlc.IdempotencyReclaimExpiredParams{
+	return s.claimBatch(ctx, k, deadline, func(db dbsqlc.DBTX) (int64, error) {
+		return s.q.IdempotencyReclaimExpired(ctx, db, dbsqlc.IdempotencyReclaimExpiredParams{
 			Fingerprint: k.Fingerprint[:], TtlSeconds: s.keys.TTL.Seconds(), ActorID: k.ActorID, Operation: k.Operation, Key: k.Value,
 		})
-		return err
-	}
-	rec, err := s.claimBatch(ctx, k, deadline, reclaim)
-	if err != nil {
-		return nil, err
-	}
-	if n == 1 {
-		return nil, nil
-	}
-	if rec == nil {
-		return nil, errRecordPurged
-	}
-	return rec, nil
+	})
 }
 
-// claimBatch sends a claim or reclaim in one round trip: bound the wait,
-// claim (or take over), restore the lock timeout, the token check when
-// there is one, and read the record that holds the key (nil when there is
-// none). A refused check is its error.
-func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time, claim func(dbsqlc.DBTX) error) (*dbsqlc.IdempotencyGetRow, error) {
+// claimBatch sends a claim (or a reclaim) in one round trip: bound the
+// wait, claim, restore the lock timeout, and read the record that holds the
+// key (our own when the claim took it). The server runs them in this order
+// and stops at the first error. The request's token check goes after the
+// claim, which may have waited: whether the caller may act is read once the
+// wait is over, and a refused check is the error.
+//
+// It returns nil when the claim took the key, else the record that holds
+// it; errRecordPurged when there is none.
+func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time, claim func(dbsqlc.DBTX) (int64, error)) (*dbsqlc.IdempotencyGetRow, error) {
+	var claimed int64
 	var rec *dbsqlc.IdempotencyGetRow
 	wait, restore := waitLeft(deadline), ms(s.keys.LockTimeout)
 	var b batch
 	b.add(func(db dbsqlc.DBTX) error { return s.q.IdempotencySetLockTimeout(ctx, db, wait) })
-	b.add(claim)
+	b.add(func(db dbsqlc.DBTX) (err error) {
+		claimed, err = claim(db)
+		return err
+	})
 	b.add(func(db dbsqlc.DBTX) error { return s.q.IdempotencySetLockTimeout(ctx, db, restore) })
 	queueCheck(ctx, &b)
 	b.add(func(db dbsqlc.DBTX) error {
@@ -173,6 +154,12 @@ func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time,
 	})
 	if err := b.send(app.WithoutAuthCheck(ctx), s.db); err != nil {
 		return nil, claimErr(err)
+	}
+	if claimed == 1 {
+		return nil, nil
+	}
+	if rec == nil {
+		return nil, errRecordPurged
 	}
 	return rec, nil
 }
