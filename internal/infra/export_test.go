@@ -7,6 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
@@ -33,4 +35,20 @@ func SendBatch(ctx context.Context, db dbtx, calls ...func(dbsqlc.DBTX) error) e
 		b.add(call)
 	}
 	return b.send(ctx, db)
+}
+
+// GetOrderStepwise reads an order and then its lines, one statement per
+// round trip on repos's connection: the plain path that orderRepo.Get
+// batches.
+func GetOrderStepwise(ctx context.Context, repos app.Repositories, id uuid.UUID) (*domain.Order, error) {
+	r := repos.(*repositories)
+	o, err := r.q.OrderGet(ctx, r.db, id)
+	if err != nil {
+		return nil, translate(err)
+	}
+	lines, err := r.q.OrderLinesGet(ctx, r.db, []uuid.UUID{id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return toOrder(o, toOrderLines(lines))
 }

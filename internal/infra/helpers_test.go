@@ -13,7 +13,7 @@ import (
 )
 
 // newPool opens a pool on a fresh database, with the service's guards.
-func newPool(t *testing.T) *pgxpool.Pool {
+func newPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	pool, err := infra.NewPool(context.Background(), infra.PoolConfig{
 		URL: testkit.DB(t), MaxConns: 16,
@@ -27,7 +27,7 @@ func newPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-func queryInt(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+func queryInt(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {

@@ -3,12 +3,14 @@ package infra_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
 // insertOrder stores an order of 2 mugs and 1 plate (1,700 cents) through
@@ -40,6 +42,34 @@ func TestOrderGetReadsWhatInsertWrote(t *testing.T) {
 	}
 	if _, err := b.repos.Orders().Get(b.ctx, uuid.New()); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("missing order: %v, want not_found", err)
+	}
+	// The plain path, one statement per round trip, reads the same.
+	plain, err := infra.GetOrderStepwise(b.ctx, b.repos, orderID)
+	if err != nil || !reflect.DeepEqual(plain, got) {
+		t.Errorf("stepwise read %+v (%v), batched %+v", plain, err, got)
+	}
+}
+
+// BenchmarkOrderRead compares, in one run, an order read in one round trip
+// (orderRepo.Get: OrderGet and OrderLinesGet batched) with the plain path
+// of two (docs/fast-path.md). Read the ratio of the two, not the figures.
+func BenchmarkOrderRead(b *testing.B) {
+	bundle := setup(b)
+	insertOrder(bundle, orderID)
+	for _, c := range []struct {
+		name string
+		read func() (*domain.Order, error)
+	}{
+		{"batched", func() (*domain.Order, error) { return bundle.repos.Orders().Get(bundle.ctx, orderID) }},
+		{"stepwise", func() (*domain.Order, error) { return infra.GetOrderStepwise(bundle.ctx, bundle.repos, orderID) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -40,7 +40,7 @@ const (
 // and two products (a mug at 500 cents and a plate at 700, 10 of each in
 // stock), all made through the repositories.
 type repoBundle struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	pool   *pgxpool.Pool
 	runner *infra.Runner
@@ -48,7 +48,7 @@ type repoBundle struct {
 	repos app.Repositories
 }
 
-func setup(t *testing.T) *repoBundle {
+func setup(t testing.TB) *repoBundle {
 	t.Helper()
 	pool := newPool(t)
 	b := &repoBundle{
@@ -105,7 +105,7 @@ func (b *repoBundle) queryInt(sql string, args ...any) int {
 
 // newOrder builds a placed order of the customer from (product, price,
 // quantity) lines.
-func newOrder(t *testing.T, id uuid.UUID, lines ...domain.OrderLine) *domain.Order {
+func newOrder(t testing.TB, id uuid.UUID, lines ...domain.OrderLine) *domain.Order {
 	t.Helper()
 	o, err := domain.PlaceOrder(id, customerID, lines)
 	if err != nil {
