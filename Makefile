@@ -16,6 +16,7 @@ export $(ENV_FILE_VARS)
 # docker compose (v2) where installed, else the standalone docker-compose (v1).
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 API_URL ?= http://127.0.0.1:$(or $(API_PORT),8080)
+SCALE_URL ?= http://127.0.0.1:$(or $(SCALE_PORT),8088)
 
 .DEFAULT_GOAL := help
 
@@ -81,6 +82,14 @@ up: ## Build, then start PostgreSQL and the service with docker compose (v1 or v
 	  { echo "ready: $(API_URL)  (next: make seed)"; exit 0; }; sleep 1; done; \
 	  echo "$(API_URL)/readyz did not answer within 60s: make logs" >&2; exit 1
 
+.PHONY: up-scale
+up-scale: ## Start the profile `scale`: 3 replicas behind HAProxy on 127.0.0.1:8088, through PgBouncer.
+	$(COMPOSE) --profile scale build api-1
+	$(COMPOSE) --profile scale up -d haproxy
+	@for i in $$(seq 1 90); do curl -fsS -o /dev/null --max-time 2 $(SCALE_URL)/readyz 2>/dev/null && \
+	  { echo "ready: $(SCALE_URL) (HAProxy; X-Served-By names the replica)"; exit 0; }; sleep 1; done; \
+	  echo "$(SCALE_URL)/readyz did not answer within 90s: $(COMPOSE) --profile scale logs" >&2; exit 1
+
 .PHONY: seed
 seed: ## Create demo actors and products, print their tokens and ids as JSON (pipe into jq).
 	@$(call api,seed)
@@ -94,8 +103,8 @@ logs: ## Follow the service's logs in the compose stack.
 	$(COMPOSE) logs -f --tail=100 api
 
 .PHONY: down
-down: ## Stop the compose stack and drop its volume.
-	$(COMPOSE) down -v
+down: ## Stop the compose stack (the profile `scale` too) and drop its volume.
+	$(COMPOSE) --profile scale down -v
 
 # api COMMAND: runs `api COMMAND` against DATABASE_URL when it is set, else in
 # the compose stack. Says which on stderr; only the command's output goes to
@@ -121,6 +130,10 @@ images: ## Build local stand-ins for upstream images (no registry); writes their
 .PHONY: smoke
 smoke: ## Compose smoke test (uses the image names in .env on a machine with no registry).
 	bash deploy/compose-smoke.sh
+
+.PHONY: smoke-scale
+smoke-scale: ## Compose smoke test of the profile `scale` (same-key storm, a replica stopped under load).
+	bash deploy/compose-scale-smoke.sh
 
 .PHONY: smoke-local
 smoke-local: images ## Build the local images, then run the compose smoke test with them.

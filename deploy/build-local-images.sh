@@ -31,6 +31,8 @@ base_image=$prefix/debian:$suite
 postgres_image=$prefix/postgres:15
 go_image=$prefix/golang:$go_version-$suite
 runtime_image=$prefix/static:nonroot
+haproxy_image=$prefix/haproxy:2.6
+pgbouncer_image=$prefix/pgbouncer:1.18
 
 log() { printf 'build-local-images: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -50,7 +52,7 @@ mkdir -p "$cache"
 if [ "${REBUILD:-0}" = 1 ]; then
 	log "REBUILD=1: removing cached rootfs and local images"
 	rm -f "$rootfs_tar"
-	docker image rm -f "$runtime_image" "$go_image" "$postgres_image" "$base_image" >/dev/null 2>&1 || true
+	docker image rm -f "$haproxy_image" "$pgbouncer_image" "$runtime_image" "$go_image" "$postgres_image" "$base_image" >/dev/null 2>&1 || true
 fi
 
 # Debian sources as apt on this host has them: "URI SUITE" lines, Packages indexes only.
@@ -132,15 +134,24 @@ st_dir=$here/local-images/static
 st_hash=$(printf '%s' "$base_id" | cat - "$st_dir"/* | inputs_hash)
 up_to_date "$runtime_image" "$st_hash" || build "$runtime_image" "$st_hash" "$st_dir"
 
+# 5. HAProxy and PgBouncer from Debian's packages, for the compose profile
+#    `scale` (docker-compose.yml, deploy/scale/).
+for name in haproxy pgbouncer; do
+	dir=$here/local-images/$name
+	image_var=${name}_image
+	hash=$(printf '%s' "$base_id" | cat - "$dir/Dockerfile" | inputs_hash)
+	up_to_date "${!image_var}" "$hash" || build "${!image_var}" "$hash" "$dir"
+done
+
 # Leftovers: replaced images (derived ones first), and intermediate stages
 # built FROM the base image, which carry its label.
-current=" $(image_id "$runtime_image") $(image_id "$go_image") $(image_id "$postgres_image") $base_id "
+current=" $(image_id "$haproxy_image") $(image_id "$pgbouncer_image") $(image_id "$runtime_image") $(image_id "$go_image") $(image_id "$postgres_image") $base_id "
 for id in "${stale[@]}"; do
 	[ -z "$id" ] || [[ $current == *" $id "* ]] || docker image rm "$id" >/dev/null 2>&1 || true
 done
 docker image prune -f --filter "label=ordersvc.local.inputs=$base_hash" >/dev/null
 
-log "ready: $base_image $postgres_image $go_image $runtime_image"
+log "ready: $base_image $postgres_image $go_image $runtime_image $haproxy_image $pgbouncer_image"
 # Ryuk's image cannot be pulled either. With a local engine, the host override
 # keeps testcontainers on loopback: where /.dockerenv exists it would otherwise
 # take the default gateway for the Docker host.
@@ -149,6 +160,8 @@ export POSTGRES_IMAGE=$postgres_image
 export TEST_POSTGRES_IMAGE=$postgres_image
 export GO_IMAGE=$go_image
 export RUNTIME_IMAGE=$runtime_image
+export HAPROXY_IMAGE=$haproxy_image
+export PGBOUNCER_IMAGE=$pgbouncer_image
 export TESTCONTAINERS_RYUK_DISABLED=true
 EOF
 case ${DOCKER_HOST:-unix://} in unix://*) echo 'export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1' ;; esac
