@@ -25,7 +25,7 @@ SET stock      = stock + @delta,
 WHERE product_id = @product_id AND stock + @delta >= 0
 RETURNING *;
 
--- name: StockLockForUpdate :many
+-- name: StockLockRows :many
 -- Locks the stock rows in product id order (pattern 3), so that two
 -- transactions that lock overlapping sets always queue instead of
 -- deadlocking, and reads each product's catalogue price in the same
@@ -42,7 +42,7 @@ FOR NO KEY UPDATE OF s;
 
 -- name: StockAddDeltas :exec
 -- Applies per-product deltas to stock rows the transaction has already
--- locked (StockLockForUpdate). CHECK (stock >= 0) backs the caller's check.
+-- locked (StockLockRows). CHECK (stock >= 0) backs the caller's check.
 UPDATE stock_levels s
 SET stock      = s.stock + d.delta,
     version    = s.version + 1,

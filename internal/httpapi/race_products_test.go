@@ -376,7 +376,7 @@ func TestCatalogueEditAndPlacementNeverWait(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range editAndSaleDoNotWait(t, testkit.New(t), "StockLockForUpdate") {
+		for _, b := range editAndSaleDoNotWait(t, testkit.New(t), "StockLockRows") {
 			t.Error(b)
 		}
 	})

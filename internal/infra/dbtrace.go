@@ -18,7 +18,7 @@ import (
 // statement sent on its own, or a batch (the transaction pipe sends BEGIN,
 // the guards, the token check and the use case's statements together, and
 // the trace shows that as the one exchange it is). A span is named after its
-// statements' sqlc names ("StockLockForUpdate"; "begin + GuardsSet +
+// statements' sqlc names ("StockLockRows"; "begin + GuardsSet +
 // ActorLockForOrder" for a batch), which name the SQL in db/queries; the
 // SQL text and the arguments are not recorded.
 //

@@ -32,7 +32,7 @@ func (s *repositories) LockForPlacement(ctx context.Context, customer uuid.UUID,
 		return nil
 	})
 	b.add(func(db dbsqlc.DBTX) error {
-		rows, err := s.q.StockLockForUpdate(ctx, db, ids)
+		rows, err := s.q.StockLockRows(ctx, db, ids)
 		if err != nil {
 			return err
 		}

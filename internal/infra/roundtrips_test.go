@@ -34,7 +34,7 @@ func TestRoundTripsOfAPlacement(t *testing.T) {
 	}
 	want := []string{
 		"begin GuardsSet IdempotencySetLockTimeout IdempotencyClaim IdempotencySetLockTimeout ActorByTokenHash IdempotencyGet",
-		"ActorLockForOrder StockLockForUpdate",
+		"ActorLockForOrder StockLockRows",
 		"ActorChargeBalance StockAddDeltas OrderInsert OrderLinesInsert",
 		"OutboxInsert IdempotencyComplete commit",
 	}

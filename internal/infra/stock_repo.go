@@ -72,14 +72,14 @@ func (r stockRepo) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.Sto
 }
 
 func (r stockRepo) LockRows(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
-	rows, err := r.q.StockLockForUpdate(ctx, r.db, ids)
+	rows, err := r.q.StockLockRows(ctx, r.db, ids)
 	if err != nil {
 		return nil, translate(err)
 	}
 	return toStockRows(rows), nil
 }
 
-func toStockRows(rows []dbsqlc.StockLockForUpdateRow) []app.StockRow {
+func toStockRows(rows []dbsqlc.StockLockRowsRow) []app.StockRow {
 	out := make([]app.StockRow, len(rows))
 	for i, row := range rows {
 		out[i] = app.StockRow{ID: row.ProductID, Price: domain.Cents(row.PriceCents), Stock: row.Stock}

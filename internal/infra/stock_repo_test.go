@@ -49,7 +49,7 @@ func TestStockAdjustGuardedAtZero(t *testing.T) {
 	}
 }
 
-// StockLockForUpdate locks in product id order (the global lock order)
+// StockLockRows locks in product id order (the global lock order)
 // whatever order it is given, leaves out unknown ids, and reads each
 // product's price.
 func TestStockLockRowsInProductIDOrder(t *testing.T) {

@@ -38,7 +38,7 @@ func (w Where) String() string {
 // on that lock (Env.Interleave).
 //
 // A statement is named by its sqlc name (the "-- name: X" line that sqlc puts
-// at the top of every query, e.g. "StockLockForUpdate"), or, for a
+// at the top of every query, e.g. "StockLockRows"), or, for a
 // statement without one, by its first word in lower case ("commit"). A test's
 // naive SQL can carry a "-- name:" line of its own to be stopped at.
 type Hooks struct {

@@ -26,7 +26,7 @@ type StockAddDeltasParams struct {
 }
 
 // Applies per-product deltas to stock rows the transaction has already
-// locked (StockLockForUpdate). CHECK (stock >= 0) backs the caller's check.
+// locked (StockLockRows). CHECK (stock >= 0) backs the caller's check.
 func (q *Queries) StockAddDeltas(ctx context.Context, db DBTX, arg StockAddDeltasParams) error {
 	_, err := db.Exec(ctx, stockAddDeltas, arg.Ids, arg.Deltas)
 	return err
@@ -200,7 +200,7 @@ func (q *Queries) StockList(ctx context.Context, db DBTX, arg StockListParams) (
 	return items, nil
 }
 
-const stockLockForUpdate = `-- name: StockLockForUpdate :many
+const stockLockRows = `-- name: StockLockRows :many
 SELECT s.product_id, p.price_cents, s.stock
 FROM stock_levels s
 JOIN products p ON p.id = s.product_id
@@ -209,7 +209,7 @@ ORDER BY s.product_id
 FOR NO KEY UPDATE OF s
 `
 
-type StockLockForUpdateRow struct {
+type StockLockRowsRow struct {
 	ProductID  uuid.UUID
 	PriceCents int64
 	Stock      int64
@@ -222,15 +222,15 @@ type StockLockForUpdateRow struct {
 // rows are read, not locked, so a price edit neither waits for a placement
 // nor makes one wait; the price taken is the one committed when this
 // statement reads it.
-func (q *Queries) StockLockForUpdate(ctx context.Context, db DBTX, ids []uuid.UUID) ([]StockLockForUpdateRow, error) {
-	rows, err := db.Query(ctx, stockLockForUpdate, ids)
+func (q *Queries) StockLockRows(ctx context.Context, db DBTX, ids []uuid.UUID) ([]StockLockRowsRow, error) {
+	rows, err := db.Query(ctx, stockLockRows, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []StockLockForUpdateRow
+	var items []StockLockRowsRow
 	for rows.Next() {
-		var i StockLockForUpdateRow
+		var i StockLockRowsRow
 		if err := rows.Scan(&i.ProductID, &i.PriceCents, &i.Stock); err != nil {
 			return nil, err
 		}
