@@ -229,6 +229,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	// The stop sequence (connTracker): drain, close, shut down.
 	draining.Store(true)
 	log.Info("draining: /readyz answers 503", "drain", c.ShutdownDrain)
+	h.call(h.draining)
 	if c.ShutdownDrain > 0 {
 		time.Sleep(c.ShutdownDrain)
 	}
@@ -259,9 +260,10 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 type serveHooks struct {
 	// wrapListener wraps the listener (inside the connection tracker).
 	wrapListener func(net.Listener) net.Listener
-	// closing runs once the listener is closed and idle connections are
-	// on their grace; shutDown once http.Server.Shutdown returned.
-	closing, shutDown func()
+	// draining runs once /readyz answers 503, before SHUTDOWN_DRAIN is
+	// waited out; closing once the listener is closed and idle connections
+	// are on their grace; shutDown once http.Server.Shutdown returned.
+	draining, closing, shutDown func()
 	// plainShutdown skips the closing step: http.Server.Shutdown alone,
 	// the naive variant that the shutdown tests must catch.
 	plainShutdown bool
