@@ -71,7 +71,7 @@ func shutdownWithRequestInFlight(t *testing.T, plain bool) (string, error) {
 	defer cancel()
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
-	getenv := env("DATABASE_URL", url, "HTTP_ADDR", "127.0.0.1:0", "SHUTDOWN_TIMEOUT", "2s", "LOG_LEVEL", "error")
+	getenv := env("DATABASE_URL", url, "HTTP_ADDR", "127.0.0.1:0", "SHUTDOWN_TIMEOUT", "30s", "LOG_LEVEL", "error")
 	go func() { done <- serve(ctx, getenv, t.Output(), listening, hooks) }()
 	var addr string
 	select {
