@@ -87,11 +87,10 @@ func TestGuardsCancelALongStatement(t *testing.T) {
 			return err
 		})
 		took := time.Since(start)
-		if sqlstate(err) != "57014" {
-			t.Fatalf("%s: a 1.5 s statement under a 300 ms statement_timeout ended with %v after %s, want SQLSTATE 57014", c.name, err, took)
-		}
-		if took > time.Second {
-			t.Fatalf("%s: cancelled only after %s", c.name, took)
+		// Nothing else cancels it (no deadline on ctx): 57014 with this
+		// message is the statement_timeout, whatever the machine's speed.
+		if sqlstate(err) != "57014" || !strings.Contains(err.Error(), "statement timeout") {
+			t.Fatalf("%s: a 1.5 s statement under a 300 ms statement_timeout ended with %v after %s, want SQLSTATE 57014 (statement timeout)", c.name, err, took)
 		}
 		t.Logf("%s: cancelled after %s (%v)", c.name, took.Round(time.Millisecond), err)
 	}
