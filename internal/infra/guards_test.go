@@ -133,20 +133,34 @@ func TestGuardsAreInForceInEveryTransactionAndLeakNowhere(t *testing.T) {
 
 func TestGuardsEndATransactionLeftIdle(t *testing.T) {
 	t.Parallel()
-	runner, _ := guardedRunner(t, 5*time.Second, 2*time.Second, 300*time.Millisecond)
+	runner, pool := guardedRunner(t, 5*time.Second, 2*time.Second, 300*time.Millisecond)
 	ctx := context.Background()
 	err := runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
-		if _, err := testkit.Conn(tx).Exec(ctx, `SELECT 1`); err != nil {
+		var pid int
+		if err := testkit.Conn(tx).QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 			return err
 		}
-		// The transaction sits idle past idle_in_transaction_session_timeout
-		// (this wait is the behaviour under test, not a synchronisation).
-		time.Sleep(time.Second)
+		// The transaction sits idle until its server process is gone:
+		// idle_in_transaction_session_timeout ends it after 300 ms, however
+		// long the machine then takes to get there. Without the guard it
+		// would stay, and the test gives up after 30 s.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var alive bool
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`, pid).Scan(&alive); err != nil {
+				return err
+			}
+			if !alive {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a transaction idle for 30 s under a 300 ms idle_in_transaction_session_timeout is still open")
+			}
+		}
 		_, err := testkit.Conn(tx).Exec(ctx, `SELECT 1`)
 		return err
 	})
 	if err == nil {
-		t.Fatal("a transaction idle for 1 s under a 300 ms idle_in_transaction_session_timeout went on")
+		t.Fatal("a transaction whose session the idle timeout ended went on")
 	}
 	t.Logf("ended with %v", err)
 }
