@@ -168,11 +168,14 @@ func states(t *testing.T, pool *pgxpool.Pool) map[string]int {
 	return out
 }
 
-// fastConfig is a dispatcher configuration scaled down for tests.
+// fastConfig is a dispatcher configuration scaled down for tests: short
+// polls and backoffs. Its timeouts stay long, so that no delivery fails and
+// no claim expires for slowness on a busy machine; a test of a timeout sets
+// its own.
 func fastConfig(url string) infra.OutboxConfig {
 	return infra.OutboxConfig{
 		WebhookURL: url, PollInterval: 20 * time.Millisecond, BatchSize: 50, MaxAttempts: 5,
-		ClaimTimeout: 2 * time.Second, HTTPTimeout: 500 * time.Millisecond,
+		ClaimTimeout: time.Minute, HTTPTimeout: 10 * time.Second,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
 	}
 }
@@ -235,13 +238,10 @@ func TestDispatchersDeliverEachEventOnce(t *testing.T) {
 		rcv := newReceiver(t, always(http.StatusOK))
 		var ds []runner
 		var regs []*prometheus.Registry
-		// Nothing may fail here, slowness included: with fastConfig's 2 s
-		// claim, a stalled scheduler on a busy machine lets the reaper hand
-		// a slow claim to another dispatcher (at least once, by design; the
-		// reaper has its own tests). Long timeouts keep this test about the
-		// claim alone.
+		// Nothing may fail here, slowness included: fastConfig's long
+		// timeouts keep the reaper (at least once, by design; it has its
+		// own tests) from handing a slow claim to another dispatcher.
 		cfg := fastConfig(rcv.srv.URL)
-		cfg.ClaimTimeout, cfg.HTTPTimeout = time.Minute, 10*time.Second
 		for range 3 {
 			d, reg := newDispatcher(t, pool, cfg)
 			ds, regs = append(ds, d), append(regs, reg)
