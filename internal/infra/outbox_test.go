@@ -469,11 +469,12 @@ func TestWebhookStatusPolicy(t *testing.T) {
 	}
 	cfg := fastConfig(rcv.srv.URL)
 	// The timeout is long enough that no answering receiver meets it on a
-	// busy machine; the hanging one always does.
-	cfg.MaxAttempts, cfg.HTTPTimeout, cfg.ClaimTimeout = 3, time.Second, 5*time.Second
+	// busy machine (3 s, a hundred times a local answer); the hanging one
+	// always does.
+	cfg.MaxAttempts, cfg.HTTPTimeout, cfg.ClaimTimeout = 3, 3*time.Second, 10*time.Second
 	d, reg := newDispatcher(t, pool, cfg)
 	stop := start(d)
-	waitFor(t, 30*time.Second, "every event finished", func() bool {
+	waitFor(t, 60*time.Second, "every event finished", func() bool {
 		return queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state IN ('pending', 'claimed')`) == 0
 	})
 	stop()
