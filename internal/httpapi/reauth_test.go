@@ -60,7 +60,7 @@ func deactivate(t *testing.T, e *testkit.Env, id string) {
 // database, on the key's row; the actor is deactivated; the original is
 // released. The original, in flight before the deactivation, completes; the
 // retry, which waited across it, is refused with 401 and replays nothing.
-// The same when the retry's wait (IDEMPOTENCY_WAIT, 2 s) runs out while the
+// The same when the retry's wait (IDEMPOTENCY_WAIT, 8 s) runs out while the
 // original is still held: 401, not 409 idempotency_in_progress. The naive
 // variant reads the authorization once, before the wait, and is shown to
 // replay the 201 (or answer the 409) to the deactivated actor.
@@ -73,7 +73,9 @@ func TestDeactivationRefusesRequestWaitingOnKey(t *testing.T) {
 		}
 		keyWait := 10 * time.Second
 		if pastWait {
-			keyWait = 2 * time.Second
+			// The deactivation must land within the retry's wait: 8 s
+			// holds a few HTTP round trips however busy the machine.
+			keyWait = 8 * time.Second
 		}
 		e := testkit.New(t, testkit.Options{Wrap: wrap, KeyWait: keyWait})
 		dupEnv := e // the replica the retry is sent to
