@@ -41,7 +41,9 @@ func lockWaiters(t *testing.T, e *testkit.Env) func() int64 {
 // waits until every one of them waits (in the in-process key latch, or, in
 // the naive run, with the pool full of them waiting on the key's row); then
 // a product read and an adjustment with another key are sent, and the
-// original is released once they have answered or after 5 s. Guarded: both
+// original is released once they have answered or after 10 s (a naive
+// duplicate's wait in the database ends at the 15 s statement_timeout, so
+// nothing frees the pool before). Guarded: both
 // answer while the original is still held, and every duplicate then replays
 // it. Naive variant (no key latch: every duplicate waits in the database on
 // a pooled connection): the other requests answer only after the original
@@ -59,7 +61,7 @@ func TestKeyDuplicatesDoNotExhaustThePool(t *testing.T) {
 		go func() { first <- send() }()
 		select {
 		case <-stop.Arrived():
-		case <-time.After(15 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("the original never reached its stock UPDATE")
 		}
 		res := make([]*testkit.Response, dups)
@@ -96,7 +98,7 @@ func TestKeyDuplicatesDoNotExhaustThePool(t *testing.T) {
 		var got [2]*testkit.Response
 		select {
 		case got = <-others:
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			broken = append(broken, "a product read and an adjustment with another key got no answer while duplicates of a held request waited")
 			stop.Release()
 			got = <-others
