@@ -159,12 +159,14 @@ func reclaimRace(t *testing.T, e *testkit.Env, h *hold, patience time.Duration) 
 // when they reach different replicas.
 func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 	t.Parallel()
-	// replays: DB_LOCK_TIMEOUT 1.5 s, IDEMPOTENCY_WAIT 6 s; the original
+	// replays: DB_LOCK_TIMEOUT 3 s, IDEMPOTENCY_WAIT 12 s; the original
 	// is held until the duplicate has waited two DB_LOCK_TIMEOUTs. (The
-	// first request's own wait on the test's row lock is bounded by them
-	// too, so neither is made short.)
+	// first request's own wait on the test's row lock, until the duplicate
+	// queues behind it, is bounded by them too, and so is the duplicate's
+	// whole wait in the guarded run: neither is made short, so that a busy
+	// machine stays well within both.)
 	replays := func(t *testing.T, naive bool) []string {
-		const lockTimeout, keyWait = 1500 * time.Millisecond, 6 * time.Second
+		const lockTimeout, keyWait = 3 * time.Second, 12 * time.Second
 		h := newHold(t)
 		e := testkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
 		a, b, id := reclaimRace(t, e, h, 2*lockTimeout)
@@ -180,10 +182,11 @@ func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 		}
 		return broken
 	}
-	// inProgress: IDEMPOTENCY_WAIT 2.5 s, DB_LOCK_TIMEOUT 5 s; the original
-	// is held until the duplicate has answered.
+	// inProgress: IDEMPOTENCY_WAIT 5 s, DB_LOCK_TIMEOUT 10 s (below the
+	// 15 s statement_timeout); the original is held until the duplicate
+	// has answered.
 	inProgress := func(t *testing.T, naive bool) []string {
-		const lockTimeout, keyWait = 5 * time.Second, 2500 * time.Millisecond
+		const lockTimeout, keyWait = 10 * time.Second, 5 * time.Second
 		h := newHold(t)
 		e := testkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
 		a, b, id := reclaimRace(t, e, h, time.Minute)
