@@ -14,7 +14,9 @@ import (
 // PgBouncer's queue for a server connection (query_wait_timeout, 120 s by
 // default). The request's own deadline (REQUEST_TIMEOUT) bounds it: the
 // caller gets 503 with Retry-After in about that time. The naive variant,
-// no request deadline, is still waiting when the client gives up.
+// no request deadline, is still waiting when the client gives up after
+// 10 s, twenty times the deadline, which the guarded answer must beat
+// however busy the machine.
 func TestRequestDeadlineBoundsAWaitInPgBouncersQueue(t *testing.T) {
 	t.Parallel()
 	url := testkit.Direct(testkit.DB(t))
@@ -23,7 +25,7 @@ func TestRequestDeadlineBoundsAWaitInPgBouncersQueue(t *testing.T) {
 	// its PgBouncer queues after the outage (later ones may be refused at
 	// once with "server login has been failing", which is a 503 too).
 	target := testkit.HostPort(t, proxy.Via(url))
-	const deadline = 500 * time.Millisecond
+	const deadline, patience = 500 * time.Millisecond, 10 * time.Second
 	guarded := testkit.New(t, testkit.Options{DatabaseURL: testkit.StartPgBouncer(t, target).Via(url), RequestTimeout: deadline})
 	naive := testkit.New(t, testkit.Options{DatabaseURL: testkit.StartPgBouncer(t, target).Via(url)})
 	customer := guarded.NewActor("customer", 1_000_000)
@@ -38,7 +40,7 @@ func TestRequestDeadlineBoundsAWaitInPgBouncersQueue(t *testing.T) {
 
 	naiveDone := make(chan string, 1)
 	go func() {
-		client := &http.Client{Timeout: 4 * time.Second}
+		client := &http.Client{Timeout: patience}
 		req, _ := http.NewRequest("GET", naive.Server.URL+"/v1/products/"+product, nil)
 		req.Header.Set("Authorization", "Bearer "+customer.Token)
 		start := time.Now()
@@ -57,13 +59,13 @@ func TestRequestDeadlineBoundsAWaitInPgBouncersQueue(t *testing.T) {
 	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("during the outage: %d %s, want 503 with Retry-After", r.Status, r.Body)
 	}
-	if took > deadline+2*time.Second {
+	if took > patience {
 		t.Fatalf("answered only after %s with a %s deadline", took, deadline)
 	}
 
 	if answer := <-naiveDone; answer != "" {
 		t.Fatalf("naive variant: %s; the test cannot tell a bounded wait from an unbounded one", answer)
 	}
-	t.Log("naive variant (no request deadline): no answer within the client's 4 s")
+	t.Logf("naive variant (no request deadline): no answer within the client's %s", patience)
 	proxy.Start()
 }
