@@ -52,13 +52,14 @@ type Options struct {
 	// Wrap replaces the transactor the use cases see, for example with a
 	// deliberately naive variant that a race test must catch.
 	Wrap func(app.Transactor) app.Transactor
-	// KeyWait is IDEMPOTENCY_WAIT (default 5s).
+	// KeyWait is IDEMPOTENCY_WAIT (default 10s; the service's is 5s).
 	KeyWait time.Duration
 	// KeyTTL is IDEMPOTENCY_TTL (default 24h).
 	KeyTTL time.Duration
 	// MaxConns sizes the pool (default 16).
 	MaxConns int32
-	// LockTimeout is DB_LOCK_TIMEOUT, the pool's lock_timeout (default 3s).
+	// LockTimeout is DB_LOCK_TIMEOUT, the pool's lock_timeout (default 10s;
+	// the service's is 3s).
 	LockTimeout time.Duration
 	// NoKeyLatch turns the in-process key latch off: duplicates of a
 	// request then meet in the database, on the key's row, as they do when
@@ -77,8 +78,12 @@ func New(t testing.TB, opts ...Options) *Env {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	// A race test queues many requests on one row or one key, and holds the
+	// first until the others have arrived; on a loaded machine that takes
+	// seconds. The waits are long enough that none ends for slowness (and
+	// below the 15 s statement_timeout); a test of a wait sets its own.
 	if o.KeyWait == 0 {
-		o.KeyWait = 5 * time.Second
+		o.KeyWait = 10 * time.Second
 	}
 	if o.KeyTTL == 0 {
 		o.KeyTTL = 24 * time.Hour
@@ -87,7 +92,7 @@ func New(t testing.TB, opts ...Options) *Env {
 		o.MaxConns = 16
 	}
 	if o.LockTimeout == 0 {
-		o.LockTimeout = 3 * time.Second
+		o.LockTimeout = 10 * time.Second
 	}
 	url := o.DatabaseURL
 	if url == "" {
