@@ -77,7 +77,7 @@ func TestSIGKILLUnderLoadLosesNothingHalfDone(t *testing.T) {
 	t.Parallel()
 	bin := buildAPI(t)
 	dbURL := testkit.DB(t)
-	env := []string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=warn", "DB_MAX_CONNS=8"}
+	env := append([]string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=warn", "DB_MAX_CONNS=8"}, patientWaits...)
 
 	staff := actorCreate(t, bin, env, "staff")
 	customer := actorCreate(t, bin, env, "customer")
@@ -239,6 +239,13 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 }
 
 // ---- helpers for the out-of-process server
+
+// patientWaits are settings for a binary under a test's load: its clients
+// queue on one product row and on one key, and on a loaded machine those
+// waits last seconds. With the service's defaults (a 2 s lock timeout, a 5 s
+// key wait) slowness would turn into 503 and 409 answers that these tests
+// are not about.
+var patientWaits = []string{"DB_STATEMENT_TIMEOUT=30s", "DB_LOCK_TIMEOUT=10s", "IDEMPOTENCY_WAIT=10s", "REQUEST_TIMEOUT=30s"}
 
 func buildAPI(t *testing.T) string {
 	t.Helper()

@@ -26,7 +26,7 @@ func sameKeyStorm(t *testing.T, extraEnv ...string) (answers []*reply, orders in
 	t.Helper()
 	bin := buildAPI(t)
 	dbURL := testkit.DB(t)
-	env := append([]string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=error", "DB_MAX_CONNS=8"}, extraEnv...)
+	env := append(append([]string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=error", "DB_MAX_CONNS=8"}, patientWaits...), extraEnv...)
 	staff := actorCreate(t, bin, env, "staff")
 	customer := actorCreate(t, bin, env, "customer")
 	a, b := startAPI(t, bin, env), startAPI(t, bin, env)
@@ -110,7 +110,7 @@ func TestReplicaKilledMidLoad(t *testing.T) {
 	t.Parallel()
 	bin := buildAPI(t)
 	dbURL := testkit.DB(t)
-	env := []string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=error", "DB_MAX_CONNS=8"}
+	env := append([]string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=error", "DB_MAX_CONNS=8"}, patientWaits...)
 	staff := actorCreate(t, bin, env, "staff")
 	customer := actorCreate(t, bin, env, "customer")
 	a, b := startAPI(t, bin, env), startAPI(t, bin, env)
@@ -128,7 +128,7 @@ func TestReplicaKilledMidLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range clients {
 		wg.Go(func() {
-			client := &http.Client{Timeout: 10 * time.Second}
+			client := &http.Client{Timeout: 30 * time.Second}
 			for i := range perClient {
 				key, body := fmt.Sprintf("w%d-%d", w, i), orderBody(product, 1)
 				first, other := a.base, b.base

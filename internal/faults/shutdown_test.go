@@ -28,7 +28,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	t.Parallel()
 	bin := buildAPI(t)
 	dbURL := testkit.DB(t)
-	env := []string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=warn", "DB_MAX_CONNS=8", "SHUTDOWN_DRAIN=0s"}
+	env := append([]string{"DATABASE_URL=" + dbURL, "LOG_LEVEL=warn", "DB_MAX_CONNS=8", "SHUTDOWN_DRAIN=0s"}, patientWaits...)
 	staff := actorCreate(t, bin, env, "staff")
 	customer := actorCreate(t, bin, env, "customer")
 	srv := startAPI(t, bin, env)
@@ -87,7 +87,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for acked.Load() < 200 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
