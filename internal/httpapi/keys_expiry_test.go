@@ -331,13 +331,15 @@ func (s unboundedReclaimKeys) Claim(ctx context.Context, k app.Key) (*app.Receip
 // the moment its request completed, not from its claim
 // (EXT.IDEMPOTENCY.RETENTION.001), so a request that ran longer than the TTL
 // is still replayed right after it answered. The original is held in its
-// transaction until that transaction is older than the TTL (2 s); the retry
-// then goes out as soon as the original has answered. The naive variant
-// completes the record without moving its expiry, which then still counts
-// from the claim, and is shown to execute the retry a second time.
+// transaction until that transaction is older than the TTL (10 s); the
+// retry then goes out as soon as the original has answered, and must reach
+// the record within the TTL, which a busy machine does with room to spare.
+// The naive variant completes the record without moving its expiry, which
+// then still counts from the claim, and is shown to execute the retry a
+// second time.
 func TestKeyExpiryCountsFromCompletion(t *testing.T) {
 	t.Parallel()
-	const ttl = 2 * time.Second
+	const ttl = 10 * time.Second
 	run := func(t *testing.T, naive bool) []string {
 		h := newHold(t)
 		e := testkit.New(t, testkit.Options{KeyTTL: ttl, Wrap: func(inner app.Transactor) app.Transactor {
