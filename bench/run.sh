@@ -30,12 +30,18 @@
 #   BENCH_API_SRC [repo root] builds the service from another checkout (e.g. a
 #   worktree at an earlier commit) while the harness stays this one, so that
 #   optimisation steps are measured by the same benchmark.
+#   BENCH_COMPARE=tracing runs, instead of the scenarios, the spread placement
+#   load at c=32 (the last of BENCH_CONCURRENCY) against the service with
+#   tracing off and on (exporting to an OTLP receiver inside the harness),
+#   alternating for BENCH_COMPARE_ROUNDS [2] rounds of BENCH_DURATION per
+#   side, and writes its own section of REPORT.md and compare/tracing.json.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${BENCH_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 CONCURRENCY=${BENCH_CONCURRENCY:-1,8,32}
+[ -z "${BENCH_COMPARE:-}" ] || CONCURRENCY=${BENCH_CONCURRENCY:-32}
 SCENARIOS=${BENCH_SCENARIOS:-spread,hot,replay,storm,mixed,nokeys,dispatch,steady}
 LABEL=${BENCH_LABEL:-current}
 CUSTOMERS=${BENCH_CUSTOMERS:-64}
@@ -101,7 +107,7 @@ for who in heavy fresh; do
     --credit-limit-cents 100000000000 >>"$RAW/history-customers.jsonl"
 done
 
-echo "== benchmark ($SCENARIOS at $CONCURRENCY, $DURATION each)"
+if [ -n "${BENCH_COMPARE:-}" ]; then echo "== comparison $BENCH_COMPARE (spread at c=${CONCURRENCY##*,}, $DURATION per side and round)"; else echo "== benchmark ($SCENARIOS at $CONCURRENCY, $DURATION each)"; fi
 read -r -a API_ENV <<<"${BENCH_API_ENV:-}"
 ENV_FLAGS=()
 for kv in "${API_ENV[@]}"; do ENV_FLAGS+=(-api-env "$kv"); done
@@ -109,6 +115,7 @@ PPROF_FLAGS=()
 if [ "${BENCH_NO_PGBENCH:-0}" = 1 ]; then PPROF_FLAGS+=(-no-pgbench); fi
 if [ -n "${BENCH_APIS:-}" ]; then PPROF_FLAGS+=(-apis "$BENCH_APIS"); fi
 if [ -n "${BENCH_PPROF:-}" ]; then PPROF_FLAGS+=(-pprof "$BENCH_PPROF"); fi
+if [ -n "${BENCH_COMPARE:-}" ]; then PPROF_FLAGS+=(-compare "$BENCH_COMPARE" -compare-rounds "${BENCH_COMPARE_ROUNDS:-2}"); fi
 status=0
 (cd "$ROOT" && "$WORK/benchrun" -api "$WORK/api" -db "$DB" -pgdata "$WORK/data" -pglog "$WORK/pg.log" \
   -customers "$RAW/customers.jsonl" -pgbench "$PGBENCH" -scripts bench/pgbench \

@@ -50,6 +50,9 @@ type options struct {
 	soak, soakTTL              time.Duration
 	soakFraction, soakRate     float64
 	historyCustomers           string
+	// comparisons (compare.go)
+	compare       string
+	compareRounds int
 }
 
 type multi []string
@@ -90,6 +93,8 @@ func main() {
 	flag.Float64Var(&o.soakFraction, "soak-fraction", 0.7, "soak: rate as a fraction of the peak found by lag")
 	flag.Float64Var(&o.soakRate, "soak-rate", 0, "soak: fixed rate (placements/s), overriding -soak-fraction")
 	flag.StringVar(&o.historyCustomers, "history-customers", "", "history: file with two `api actor create` outputs used by no other scenario (heavy, fresh)")
+	flag.StringVar(&o.compare, "compare", "", "instead of the scenarios, compare two configurations of the service under the spread load at the top concurrency, alternating: tracing (off vs on, exporting to an in-process OTLP receiver)")
+	flag.IntVar(&o.compareRounds, "compare-rounds", 2, "compare: rounds, each running both sides for -duration")
 	flag.DurationVar(&o.quietWait, "quiet-wait", 15*time.Second, "before each run, wait up to this long for other processes on the machine to use less than 0.25 cores")
 	flag.Parse()
 	for _, c := range strings.Split(conc, ",") {
@@ -207,9 +212,11 @@ type HalfPeak struct {
 	Pgbench Run     `json:"pgbench"`
 }
 
-// variant is one service binary under test.
+// variant is one service binary under test, with the environment it
+// adds to the service's.
 type variant struct {
 	label, bin string
+	env        []string
 	res        *Results
 }
 
@@ -231,6 +238,9 @@ type env struct {
 	rcv           *receiver
 	steadyEnv     []string
 	historyActors []load.Actor
+	// measureHook, when set, sees each service run's measured window open
+	// and close.
+	measureHook func(open bool)
 }
 
 func run(ctx context.Context, o options) error {
@@ -284,6 +294,9 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	defer e.stopAPI()
+	if o.compare != "" {
+		return e.compare(ctx)
+	}
 
 	throughput := slices.ContainsFunc(o.scenarios, func(s string) bool { return !isSteady(s) })
 	for _, v := range e.variants {
@@ -429,6 +442,7 @@ func (e *env) ensureAPI(ctx context.Context, mode, dbURL string) error {
 		env = append(env, "OUTBOX_POLL_INTERVAL=1h")
 	}
 	env = append(env, e.o.apiEnv...)
+	env = append(env, e.cur.env...)
 	if strings.HasPrefix(mode, "nokeys") {
 		env = append(env, "BENCH_DISABLE_IDEMPOTENCY=1")
 	}
@@ -634,6 +648,9 @@ func (e *env) serviceRun(ctx context.Context, scenario string, c int, rate float
 			profDone = e.profile(scenario, c, rate)
 		} else {
 			after = e.snap()
+		}
+		if e.measureHook != nil {
+			e.measureHook(open)
 		}
 	}
 	r, err := load.Run(ctx, cfg)
