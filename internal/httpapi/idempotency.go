@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -74,7 +75,7 @@ func parseKey(h []string) (key string, present bool, ok bool) {
 // caller's key order and whitespace do not change it. Credentials and the key
 // itself are not part of it.
 func fingerprint(r *http.Request, command any) ([32]byte, error) {
-	body, err := canonical(command)
+	body, err := json.Marshal(command)
 	if err != nil {
 		return [32]byte{}, err
 	}

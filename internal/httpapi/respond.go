@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -20,7 +21,7 @@ var replayableHeaders = []string{"Location", "ETag", "Content-Type"}
 // receipt renders a JSON response as an app.Receipt: the form in which it is
 // both sent and, for keyed requests, stored for replay.
 func receipt(status int, body any, header map[string]string) (app.Receipt, error) {
-	b, err := marshal(body)
+	b, err := json.Marshal(body)
 	if err != nil {
 		return app.Receipt{}, err
 	}
@@ -57,7 +58,7 @@ func (s *Server) respond(w http.ResponseWriter, operation string, out app.Outcom
 
 // writeJSON writes a query's result.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := marshal(v)
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
