@@ -35,6 +35,9 @@
 #   tracing off and on (exporting to an OTLP receiver inside the harness),
 #   alternating for BENCH_COMPARE_ROUNDS [2] rounds of BENCH_DURATION per
 #   side, and writes its own section of REPORT.md and compare/tracing.json.
+#   BENCH_COMPARE=pgbouncer does the same with one replica straight to
+#   PostgreSQL against two replicas through Debian's PgBouncer in transaction
+#   mode (the harness starts it); compare/pgbouncer.json.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

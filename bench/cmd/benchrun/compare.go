@@ -59,8 +59,10 @@ func (e *env) compare(ctx context.Context) error {
 	switch e.o.compare {
 	case "tracing":
 		return e.compareTracing(ctx)
+	case "pgbouncer":
+		return e.comparePgBouncer(ctx)
 	}
-	return fmt.Errorf("unknown -compare %q (known: tracing)", e.o.compare)
+	return fmt.Errorf("unknown -compare %q (known: tracing, pgbouncer)", e.o.compare)
 }
 
 // compareTracing measures what tracing costs: the spread placement load at

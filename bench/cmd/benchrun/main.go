@@ -50,9 +50,9 @@ type options struct {
 	soak, soakTTL              time.Duration
 	soakFraction, soakRate     float64
 	historyCustomers           string
-	// comparisons (compare.go)
-	compare       string
-	compareRounds int
+	// comparisons (compare.go, compare_pgbouncer.go)
+	compare, pgbouncerBin string
+	compareRounds         int
 }
 
 type multi []string
@@ -93,8 +93,9 @@ func main() {
 	flag.Float64Var(&o.soakFraction, "soak-fraction", 0.7, "soak: rate as a fraction of the peak found by lag")
 	flag.Float64Var(&o.soakRate, "soak-rate", 0, "soak: fixed rate (placements/s), overriding -soak-fraction")
 	flag.StringVar(&o.historyCustomers, "history-customers", "", "history: file with two `api actor create` outputs used by no other scenario (heavy, fresh)")
-	flag.StringVar(&o.compare, "compare", "", "instead of the scenarios, compare two configurations of the service under the spread load at the top concurrency, alternating: tracing (off vs on, exporting to an in-process OTLP receiver)")
+	flag.StringVar(&o.compare, "compare", "", "instead of the scenarios, compare two configurations of the service under the spread load at the top concurrency, alternating: tracing (off vs on, exporting to an in-process OTLP receiver); pgbouncer (1 replica direct vs 2 through PgBouncer in transaction mode)")
 	flag.IntVar(&o.compareRounds, "compare-rounds", 2, "compare: rounds, each running both sides for -duration")
+	flag.StringVar(&o.pgbouncerBin, "pgbouncer-bin", "/usr/sbin/pgbouncer", "-compare pgbouncer: the pgbouncer binary")
 	flag.DurationVar(&o.quietWait, "quiet-wait", 15*time.Second, "before each run, wait up to this long for other processes on the machine to use less than 0.25 cores")
 	flag.Parse()
 	for _, c := range strings.Split(conc, ",") {
@@ -110,6 +111,12 @@ func main() {
 		} else if s != "" {
 			o.scenarios = append(o.scenarios, s)
 		}
+	}
+	if o.reportOnly && o.compare == "pgbouncer" {
+		if err := pgbouncerReportOnly(o); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	if o.reportOnly {
 		if err := reportOnly(o); err != nil {
@@ -473,8 +480,12 @@ func (e *env) stopAPI() {
 
 func (e *env) loadConfig(scenario string, c int, rate float64) load.Config {
 	e.seq++
+	addr := ""
+	if e.api != nil {
+		addr = e.api.addr
+	}
 	return load.Config{
-		Addr: e.api.addr, Scenario: scenario, Concurrency: c, Rate: rate,
+		Addr: addr, Scenario: scenario, Concurrency: c, Rate: rate,
 		Warmup: e.o.warmup, Duration: e.o.duration, Customers: e.customers,
 		Products: e.products, Hot: e.hot,
 		RunID: fmt.Sprintf("%s-%d-%d", e.cur.label, time.Now().Unix(), e.seq), Seed: uint64(e.seq),

@@ -31,7 +31,11 @@ type Actor struct {
 
 // Config describes one run.
 type Config struct {
-	Addr        string // host:port of the service
+	Addr string // host:port of the service
+	// Addrs, when set, are several replicas of the service: worker i keeps
+	// its connection to Addrs[i mod len(Addrs)], the round robin of a load
+	// balancer that spreads connections. Addr is then ignored.
+	Addrs       []string
 	Scenario    string
 	Concurrency int     // closed loop: workers; storm: keys in flight (8 clients each)
 	Rate        float64 // > 0: open loop at this many requests per second
@@ -447,9 +451,13 @@ type worker struct {
 }
 
 func newWorker(cfg Config, id int, c Actor) *worker {
+	addr := cfg.Addr
+	if len(cfg.Addrs) > 0 {
+		addr = cfg.Addrs[id%len(cfg.Addrs)]
+	}
 	return &worker{
 		cfg: cfg, id: id, customer: c, auth: "Bearer " + c.Token,
-		conn: httpc.Dial(cfg.Addr, cfg.Timeout),
+		conn: httpc.Dial(addr, cfg.Timeout),
 		rng:  rand.New(rand.NewPCG(cfg.Seed+uint64(id)*7919, uint64(time.Now().UnixNano()))),
 		t:    newTally(),
 		buf:  make([]byte, 0, 1024), body: make([]byte, 0, 512), pick: make([]int, 0, 3),
