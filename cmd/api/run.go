@@ -134,8 +134,8 @@ func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil
 
 // newHandler wires the use cases to the HTTP API; tp, when not nil, traces
 // its requests.
-func newHandler(tx app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) http.Handler {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(tx), RequestTimeout: c.RequestTimeout,
+func newHandler(transactor app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) http.Handler {
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(transactor), RequestTimeout: c.RequestTimeout,
 		TracerProvider: tp})
 }
 

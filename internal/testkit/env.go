@@ -115,14 +115,14 @@ func New(t testing.TB, opts ...Options) *Env {
 	runner := infra.NewRunner(pool, log, reg, infra.RetryPolicy{MaxAttempts: 10}, infra.KeyConfig{
 		TTL: o.KeyTTL, Wait: o.KeyWait, LockTimeout: lockTimeout,
 	})
-	var tx app.Transactor = runner
+	var transactor app.Transactor = runner
 	if o.NoKeyLatch {
-		tx = withoutKeyLatch{runner}
+		transactor = withoutKeyLatch{runner}
 	}
 	if o.Wrap != nil {
-		tx = o.Wrap(tx)
+		transactor = o.Wrap(transactor)
 	}
-	uc := app.New(tx)
+	uc := app.New(transactor)
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc, RequestTimeout: o.RequestTimeout}))
 	t.Cleanup(srv.Close)
 	// Cleanups run last in, first out: held connections go on before the
