@@ -138,3 +138,10 @@ func orderStatus(e *testkit.Env, id uuid.UUID) string {
 	}
 	return status
 }
+
+func (c caller) adjust(product, key string, delta int64, reason string) error {
+	cmd := app.AdjustStockCommand{ProductID: uuid.MustParse(product), Delta: delta, Reason: reason}
+	ctx, cl, _ := call[app.StockAdjusted](c, "adjustStock", key, cmd)
+	_, err := c.e.App.AdjustStock.Handle(ctx, cmd, cl)
+	return err
+}
