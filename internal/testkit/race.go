@@ -32,18 +32,39 @@ func (m Meet) Arm(t *testing.T, e *Env) (done func()) {
 // seed's "race reproduced, then shown fixed"). Each run forces its
 // interleaving at its meeting point.
 func RaceTest(t *testing.T, check func(t *testing.T, e *Env, m Meet) []string, guarded Meet, naive func(t *testing.T) (*Env, Meet)) {
-	t.Run("guarded", func(t *testing.T) {
-		t.Parallel()
+	bothRuns(t, func(t *testing.T) []string {
 		e := New(t)
 		e.CheckAtEnd()
-		for _, b := range check(t, e, guarded) {
+		return check(t, e, guarded)
+	}, func(t *testing.T) []string {
+		e, m := naive(t)
+		return check(t, e, m)
+	})
+}
+
+// InvariantTest is RaceTest for a check that forces its own interleavings.
+func InvariantTest(t *testing.T, check func(t *testing.T, e *Env) []string, naive func(t *testing.T) *Env) {
+	bothRuns(t, func(t *testing.T) []string {
+		e := New(t)
+		e.CheckAtEnd()
+		return check(t, e)
+	}, func(t *testing.T) []string {
+		return check(t, naive(t))
+	})
+}
+
+// bothRuns runs guarded, which must find nothing broken, and naive, which
+// must find something, in parallel.
+func bothRuns(t *testing.T, guarded, naive func(t *testing.T) []string) {
+	t.Run("guarded", func(t *testing.T) {
+		t.Parallel()
+		for _, b := range guarded(t) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive variant is caught", func(t *testing.T) {
 		t.Parallel()
-		e, m := naive(t)
-		broken := check(t, e, m)
+		broken := naive(t)
 		if len(broken) == 0 {
 			t.Fatal("the naive variant kept the invariant: this test cannot catch the race")
 		}
