@@ -2,11 +2,9 @@ package infra
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -39,11 +37,8 @@ type RetentionConfig struct {
 //     would queue every placement's event insert behind it; a replica that
 //     does not get it ends its round.
 type OutboxRetention struct {
-	pool    *pgxpool.Pool
-	q       *dbsqlc.Queries
-	log     *slog.Logger
-	cfg     RetentionConfig
-	deleted prometheus.Counter
+	sweep
+	retention time.Duration
 }
 
 // NewOutboxRetention returns the retention worker. Its metric is registered
@@ -52,94 +47,32 @@ func NewOutboxRetention(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Reg
 	if cfg.Retention <= 0 {
 		cfg.Retention = 168 * time.Hour
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = time.Minute
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 1000
-	}
-	r := &OutboxRetention{pool: pool, q: dbsqlc.New(), log: log, cfg: cfg,
-		deleted: prometheus.NewCounter(prometheus.CounterOpts{
+	return &OutboxRetention{
+		sweep: newSweep(pool, log, reg, "outbox retention", cfg.Interval, cfg.BatchSize, prometheus.CounterOpts{
 			Name: "ordersvc_outbox_deleted_total",
 			Help: "Delivered outbox events deleted after OUTBOX_RETENTION.",
 		}),
+		retention: cfg.Retention,
 	}
-	if reg != nil {
-		reg.MustRegister(r.deleted)
-	}
-	return r
 }
 
-// Run deletes every Interval until ctx ends. A round in progress stops
-// between batches; each batch commits on its own.
+// Run deletes every Interval until ctx ends.
 func (r *OutboxRetention) Run(ctx context.Context) {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		n, err := r.DeleteOnce(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			r.log.Warn("outbox retention", "err", err, "deleted", n)
-		case n > 0:
-			r.log.Info("outbox retention", "deleted", n, "retention", r.cfg.Retention)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	r.run(ctx, r.DeleteOnce, "retention", r.retention)
 }
 
 // DeleteOnce runs one round: batches until one comes up short, another
 // replica holds the lock, or ctx ends. The cutoff is fixed at the start of
 // the round. It returns how many events it deleted.
 func (r *OutboxRetention) DeleteOnce(ctx context.Context) (int64, error) {
-	before := time.Now().Add(-r.cfg.Retention)
-	var total int64
-	var from time.Time // keyset cursor: the latest delivered_at deleted so far
-	for ctx.Err() == nil {
-		n, last, locked, err := r.batch(ctx, before, from)
-		total += n
-		if err != nil || !locked || n < int64(r.cfg.BatchSize) {
-			return total, err
+	before := time.Now().Add(-r.retention)
+	return r.round(ctx, func(ctx context.Context, tx *pipe, from time.Time) (int64, time.Time, bool, error) {
+		if locked, err := queries.OutboxRetentionLock(ctx, tx); err != nil || !locked {
+			return 0, from, false, err
 		}
-		from = last
-	}
-	return total, nil
-}
-
-// batch deletes one batch in its own transaction under the retention lock,
-// with the pool's guards in force like every other transaction (they ride
-// with BEGIN, so they hold behind PgBouncer too).
-func (r *OutboxRetention) batch(ctx context.Context, before, from time.Time) (n int64, last time.Time, locked bool, err error) {
-	conn, err := r.pool.Acquire(ctx)
-	if err != nil {
-		return 0, from, false, fmt.Errorf("outbox retention batch: begin: %w", translate(err))
-	}
-	defer conn.Release()
-	tx := newTxPipe(conn, poolGuards(r.pool), pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	committed := false
-	defer func() {
-		if !committed {
-			tx.rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if locked, err = r.q.OutboxRetentionLock(ctx, tx); err != nil || !locked {
-		return 0, from, false, translate(err)
-	}
-	res, err := r.q.OutboxDeleteDelivered(ctx, tx, dbsqlc.OutboxDeleteDeliveredParams{
-		Before: before, FromDelivered: from, BatchSize: int32(r.cfg.BatchSize),
+		res, err := queries.OutboxDeleteDelivered(ctx, tx, dbsqlc.OutboxDeleteDeliveredParams{
+			Before: before, FromDelivered: from, BatchSize: int32(r.size),
+		})
+		return res.Deleted, res.LastDelivered, true, err
 	})
-	if err != nil {
-		return 0, from, true, fmt.Errorf("outbox retention batch: %w", translate(err))
-	}
-	if err = tx.commit(ctx); err != nil {
-		return 0, from, true, fmt.Errorf("outbox retention batch: commit: %w", translate(err))
-	}
-	committed = true
-	r.deleted.Add(float64(res.Deleted))
-	return res.Deleted, res.LastDelivered, true, nil
 }

@@ -1,0 +1,121 @@
+package infra
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// sweep is what the idempotency purge (Purger) and the outbox retention
+// (OutboxRetention) share: rounds every interval, each round a series of
+// short transactions that delete at most size rows each, walking a keyset
+// cursor, under a transaction-level advisory lock so that one replica at a
+// time sweeps (pattern 6). The two differ only in their batch statements.
+type sweep struct {
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	name     string // in log lines and errors: "idempotency purge"
+	interval time.Duration
+	size     int
+	deleted  prometheus.Counter
+}
+
+// sweepBatch runs one batch's statements in tx: it takes the sweep's
+// advisory lock (locked is false when another replica holds it), then
+// deletes at most size rows past the cursor from, and returns how many and
+// the cursor's new position.
+type sweepBatch func(ctx context.Context, tx *pipe, from time.Time) (n int64, last time.Time, locked bool, err error)
+
+// newSweep applies the defaults (a round a minute, 1,000 rows a batch) and
+// registers the counter on reg, when reg is not nil.
+func newSweep(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, name string, interval time.Duration, size int, counter prometheus.CounterOpts) sweep {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	if size <= 0 {
+		size = 1000
+	}
+	s := sweep{pool: pool, log: log, name: name, interval: interval, size: size, deleted: prometheus.NewCounter(counter)}
+	if reg != nil {
+		reg.MustRegister(s.deleted)
+	}
+	return s
+}
+
+// run calls round every interval until ctx ends. A round in progress stops
+// between batches; each batch commits on its own, so nothing is half done.
+func (s sweep) run(ctx context.Context, round func(context.Context) (int64, error), attrs ...any) {
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		n, err := round(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Warn(s.name, append([]any{"err", err, "deleted", n}, attrs...)...)
+		case n > 0:
+			s.log.Info(s.name, append([]any{"deleted", n}, attrs...)...)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// round runs batches until one comes up short, another replica holds the
+// lock, or ctx ends. It returns how many rows it deleted.
+func (s sweep) round(ctx context.Context, batch sweepBatch) (int64, error) {
+	var total int64
+	var from time.Time // keyset cursor: the latest key deleted so far
+	for ctx.Err() == nil {
+		n, last, locked, err := s.batch(ctx, from, batch)
+		total += n
+		if err != nil || !locked || n < int64(s.size) {
+			return total, err
+		}
+		from = last
+	}
+	return total, nil
+}
+
+// batch runs one batch in its own transaction, with the pool's guards in
+// force like every other transaction (they ride with BEGIN, so they hold
+// behind PgBouncer too).
+func (s sweep) batch(ctx context.Context, from time.Time, run sweepBatch) (n int64, last time.Time, locked bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, from, false, fmt.Errorf("%s batch: begin: %w", s.name, translate(err))
+	}
+	defer conn.Release()
+	tx := newTxPipe(conn, poolGuards(s.pool), pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	committed := false
+	defer func() {
+		if !committed {
+			tx.rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if n, last, locked, err = run(ctx, tx, from); err != nil || !locked {
+		return 0, from, locked, wrapSweep(s.name, err)
+	}
+	if err = tx.commit(ctx); err != nil {
+		return 0, from, true, fmt.Errorf("%s batch: commit: %w", s.name, translate(err))
+	}
+	committed = true
+	s.deleted.Add(float64(n))
+	return n, last, true, nil
+}
+
+func wrapSweep(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s batch: %w", name, translate(err))
+}
