@@ -78,7 +78,7 @@ func (t *dbTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Tr
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx
 	}
-	name := statementName(data.SQL)
+	name := StatementName(data.SQL)
 	return t.start(ctx, name, semconv.DBQuerySummary(name))
 }
 
@@ -96,7 +96,7 @@ func (t *dbTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.Tr
 	qs := data.Batch.QueuedQueries
 	names := make([]string, len(qs))
 	for i, q := range qs {
-		names[i] = statementName(q.SQL)
+		names[i] = StatementName(q.SQL)
 	}
 	summary := strings.Join(names, " + ")
 	return t.start(ctx, summary, semconv.DBQuerySummary(summary), semconv.DBOperationBatchSize(len(qs)))
@@ -106,7 +106,7 @@ func (t *dbTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.Tr
 // first failure is the batch's (the server skips the rest).
 func (t *dbTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
 	if s := spanOf(ctx); s != nil && data.Err != nil {
-		s.fail(statementName(data.SQL), data.Err)
+		s.fail(StatementName(data.SQL), data.Err)
 	}
 }
 
@@ -137,7 +137,7 @@ func (s *dbSpan) fail(statement string, err error) {
 
 // statementName is the sqlc name of a statement (its "-- name: X" line), or
 // the first word of one without, in lower case ("begin", "commit").
-func statementName(sql string) string {
+func StatementName(sql string) string {
 	s := strings.TrimSpace(sql)
 	if rest, ok := strings.CutPrefix(s, "-- name: "); ok {
 		if i := strings.IndexAny(rest, " \n"); i >= 0 {

@@ -112,3 +112,21 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// TestStatementName: the name a span and a test kit stop use for a statement.
+func TestStatementName(t *testing.T) {
+	t.Parallel()
+	for sql, want := range map[string]string{
+		"-- name: OrderInsert :one\nINSERT INTO orders …": "OrderInsert",
+		"-- name: NaiveTakeStock\nUPDATE products …":      "NaiveTakeStock",
+		"":                                     "statement",
+		"commit":                               "commit",
+		"begin isolation level read committed": "begin",
+		"  SELECT 1":                           "select",
+		"ROLLBACK;":                            "rollback",
+	} {
+		if got := infra.StatementName(sql); got != want {
+			t.Errorf("StatementName(%q) = %q, want %q", sql, got, want)
+		}
+	}
+}

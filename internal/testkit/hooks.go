@@ -3,11 +3,12 @@ package testkit
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
 // Where a stop holds a connection, relative to its statement.
@@ -53,21 +54,6 @@ var (
 	_ pgx.QueryTracer = (*Hooks)(nil)
 	_ pgx.BatchTracer = (*Hooks)(nil)
 )
-
-// StatementName returns the name a Stop matches for sql.
-func StatementName(sql string) string {
-	s := strings.TrimSpace(sql)
-	if rest, ok := strings.CutPrefix(s, "-- name: "); ok {
-		if i := strings.IndexAny(rest, " \n"); i >= 0 {
-			return rest[:i]
-		}
-		return rest
-	}
-	if i := strings.IndexAny(s, " \n\t;"); i >= 0 {
-		s = s[:i]
-	}
-	return strings.ToLower(s)
-}
 
 // Stop arms a stop where (before or after) the statement named statement. It
 // holds every connection that reaches it until Release.
@@ -161,7 +147,7 @@ func (h *Hooks) record(names []string) {
 
 // TraceQueryStart stops before a statement sent on its own.
 func (h *Hooks) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	name := StatementName(data.SQL)
+	name := infra.StatementName(data.SQL)
 	h.record([]string{name})
 	h.reach(Before, name)
 	return context.WithValue(ctx, nameKey{}, name)
@@ -178,7 +164,7 @@ func (h *Hooks) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQu
 func (h *Hooks) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
 	names := make([]string, 0, len(data.Batch.QueuedQueries))
 	for _, q := range data.Batch.QueuedQueries {
-		names = append(names, StatementName(q.SQL))
+		names = append(names, infra.StatementName(q.SQL))
 	}
 	h.record(names)
 	h.reach(Before, names...)
@@ -188,7 +174,7 @@ func (h *Hooks) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.Trace
 // TraceBatchQuery stops after a batched statement's result was read.
 func (h *Hooks) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
 	if data.Err == nil {
-		h.reach(After, StatementName(data.SQL))
+		h.reach(After, infra.StatementName(data.SQL))
 	}
 }
 

@@ -8,21 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestStatementName(t *testing.T) {
-	for sql, want := range map[string]string{
-		"-- name: OrderInsert :one\nINSERT INTO orders …": "OrderInsert",
-		"-- name: NaiveTakeStock\nUPDATE products …":      "NaiveTakeStock",
-		"commit":                               "commit",
-		"begin isolation level read committed": "begin",
-		"  SELECT 1":                           "select",
-		"ROLLBACK;":                            "rollback",
-	} {
-		if got := StatementName(sql); got != want {
-			t.Errorf("StatementName(%q) = %q, want %q", sql, got, want)
-		}
-	}
-}
-
 // A stop holds a statement sent alone after its result, and a batch before
 // it is sent, until released; later arrivals of a StopFirst pass.
 func TestStopHoldsAtNamedStatement(t *testing.T) {
