@@ -26,6 +26,7 @@ type UseCases struct {
 	CancelOrder     CancelOrder
 	ShipOrder       ShipOrder
 	RecordPayment   RecordPayment
+	RecordRefund    RecordRefund
 
 	// Queries.
 	GetProduct   GetProduct
@@ -50,6 +51,7 @@ func New(t Transactor) UseCases {
 		CancelOrder:     CancelOrder{Transactor: t},
 		ShipOrder:       ShipOrder{Transactor: t},
 		RecordPayment:   RecordPayment{Transactor: t},
+		RecordRefund:    RecordRefund{Transactor: t},
 
 		GetProduct:   GetProduct{Transactor: t},
 		ListProducts: ListProducts{Transactor: t},

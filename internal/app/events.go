@@ -8,7 +8,7 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
-// EventType names a kind of event. The five values below are the only ones;
+// EventType names a kind of event. The six values below are the only ones;
 // they are part of the external contract (api-contract section 4).
 type EventType struct{ name string }
 
@@ -18,6 +18,7 @@ var (
 	EventOrderCancelled  = EventType{"order.cancelled"}
 	EventOrderShipped    = EventType{"order.shipped"}
 	EventPaymentRecorded = EventType{"payment.recorded"}
+	EventRefundRecorded  = EventType{"refund.recorded"}
 	EventStockAdjusted   = EventType{"stock.adjusted"}
 )
 
@@ -39,14 +40,15 @@ type Event struct {
 // order.shipped: the order as it stands after the change, in the shape the
 // API returns it. For order.cancelled the lines are the stock given back.
 type OrderEventData struct {
-	ID         uuid.UUID            `json:"id"`
-	CustomerID uuid.UUID            `json:"customer_id"`
-	Status     string               `json:"status"`
-	Lines      []OrderLineEventData `json:"lines"`
-	TotalCents int64                `json:"total_cents"`
-	PaidCents  int64                `json:"paid_cents"`
-	CreatedAt  time.Time            `json:"created_at"`
-	UpdatedAt  time.Time            `json:"updated_at"`
+	ID            uuid.UUID            `json:"id"`
+	CustomerID    uuid.UUID            `json:"customer_id"`
+	Status        string               `json:"status"`
+	Lines         []OrderLineEventData `json:"lines"`
+	TotalCents    int64                `json:"total_cents"`
+	PaidCents     int64                `json:"paid_cents"`
+	RefundedCents int64                `json:"refunded_cents"`
+	CreatedAt     time.Time            `json:"created_at"`
+	UpdatedAt     time.Time            `json:"updated_at"`
 }
 
 // OrderLineEventData is one line of an order event.
@@ -68,6 +70,19 @@ type PaymentEventData struct {
 	OrderStatus string    `json:"order_status"`
 }
 
+// RefundEventData is the data of refund.recorded: the refund, who gave it
+// and why, and the order's amounts after it, so a consumer can tell a part
+// refund from a full one.
+type RefundEventData struct {
+	OrderID       uuid.UUID `json:"order_id"`
+	CustomerID    uuid.UUID `json:"customer_id"`
+	AmountCents   int64     `json:"amount_cents"`
+	Reason        string    `json:"reason"`
+	RefundedCents int64     `json:"refunded_cents"`
+	PaidCents     int64     `json:"paid_cents"`
+	ActorID       uuid.UUID `json:"actor_id"`
+}
+
 // StockEventData is the data of stock.adjusted: the adjustment and the stock
 // after it. Stock taken by orders is reported by the order events instead.
 type StockEventData struct {
@@ -87,7 +102,7 @@ func orderEvent(t EventType, o *domain.Order) Event {
 	}
 	return Event{Type: t, AggregateID: o.ID(), Data: OrderEventData{
 		ID: o.ID(), CustomerID: o.CustomerID(), Status: o.Status().String(), Lines: lines,
-		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()),
+		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()), RefundedCents: int64(o.Refunded()),
 		CreatedAt: o.CreatedAt().UTC(), UpdatedAt: o.UpdatedAt().UTC(),
 	}}
 }

@@ -384,7 +384,7 @@ func TestContractPagination(t *testing.T) {
 func tableDigest(t *testing.T, e *testkit.Env) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, tbl := range []string{"actors", "api_tokens", "products", "stock_levels", "stock_adjustments", "idempotency_keys", "orders", "order_lines", "payments", "outbox_events"} {
+	for _, tbl := range []string{"actors", "api_tokens", "products", "stock_levels", "stock_adjustments", "idempotency_keys", "orders", "order_lines", "payments", "refunds", "outbox_events"} {
 		var d string
 		q := fmt.Sprintf(`SELECT count(*)::text || ':' || COALESCE(md5(string_agg(x::text, '|' ORDER BY x::text)), '') FROM %s x`, tbl)
 		if err := e.Pool.QueryRow(t.Context(), q).Scan(&d); err != nil {
@@ -412,6 +412,15 @@ func TestContractRejectionsLeaveNoTrace(t *testing.T) {
 	if r := e.Do("POST", "/v1/orders/"+oid+"/payments", customer.Token, map[string]any{"amount_cents": 50}, "Idempotency-Key", "setup-pay"); r.Status != http.StatusCreated {
 		t.Fatalf("setup payment: %d %s", r.Status, r.Body)
 	}
+	// A second order, paid 50 and cancelled: 50 is refundable.
+	refundable := e.Do("POST", "/v1/orders", customer.Token, map[string]any{"lines": []any{map[string]any{"product_id": plenty, "quantity": 1}}},
+		"Idempotency-Key", "setup-refundable").String("id")
+	if r := e.Do("POST", "/v1/orders/"+refundable+"/payments", customer.Token, map[string]any{"amount_cents": 50}, "Idempotency-Key", "setup-pay-2"); r.Status != http.StatusCreated {
+		t.Fatalf("setup payment: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do("POST", "/v1/orders/"+refundable+"/cancel", customer.Token, nil, "If-Match", `"v2"`); r.Status != http.StatusOK {
+		t.Fatalf("setup cancel: %d %s", r.Status, r.Body)
+	}
 	if r := e.Do("POST", "/v1/products", e.Staff.Token, map[string]any{"sku": "TAKEN", "name": "x", "price_cents": 1, "stock": 1}); r.Status != http.StatusCreated {
 		t.Fatalf("setup product: %d %s", r.Status, r.Body)
 	}
@@ -436,8 +445,14 @@ func TestContractRejectionsLeaveNoTrace(t *testing.T) {
 			map[string]any{"lines": []any{line(plenty, 1), line(uuid.NewString(), 1)}}, []string{"Idempotency-Key", "r3"}, "validation_failed"},
 		{"overpayment", customer.Token, "POST", "/v1/orders/" + oid + "/payments",
 			map[string]any{"amount_cents": 151}, []string{"Idempotency-Key", "r4"}, "overpayment"},
-		{"cancel a paid order", customer.Token, "POST", "/v1/orders/" + oid + "/cancel", nil,
-			[]string{"If-Match", `"v2"`, "Idempotency-Key", "r5"}, "invalid_transition"},
+		{"refund a placed order", e.Staff.Token, "POST", "/v1/orders/" + oid + "/refunds",
+			map[string]any{"amount_cents": 50, "reason": "x"}, []string{"Idempotency-Key", "r5"}, "invalid_transition"},
+		{"over-refund", e.Staff.Token, "POST", "/v1/orders/" + refundable + "/refunds",
+			map[string]any{"amount_cents": 51, "reason": "x"}, []string{"Idempotency-Key", "r12"}, "over_refund"},
+		{"a customer refunding", customer.Token, "POST", "/v1/orders/" + refundable + "/refunds",
+			map[string]any{"amount_cents": 1, "reason": "x"}, []string{"Idempotency-Key", "r13"}, "forbidden"},
+		{"cancel at a stale version", customer.Token, "POST", "/v1/orders/" + oid + "/cancel", nil,
+			[]string{"If-Match", `"v1"`, "Idempotency-Key", "r11"}, "version_conflict"},
 		{"withdraw too much", e.Staff.Token, "POST", adjustPath(scarce),
 			map[string]any{"delta": -2, "reason": "x"}, []string{"Idempotency-Key", "r6"}, "insufficient_stock"},
 		{"stale PATCH", e.Staff.Token, "PATCH", "/v1/products/" + plenty,

@@ -19,14 +19,15 @@ type orderLineJSON struct {
 }
 
 type orderJSON struct {
-	ID         uuid.UUID       `json:"id"`
-	CustomerID uuid.UUID       `json:"customer_id"`
-	Status     string          `json:"status"`
-	Lines      []orderLineJSON `json:"lines"`
-	TotalCents int64           `json:"total_cents"`
-	PaidCents  int64           `json:"paid_cents"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
+	ID            uuid.UUID       `json:"id"`
+	CustomerID    uuid.UUID       `json:"customer_id"`
+	Status        string          `json:"status"`
+	Lines         []orderLineJSON `json:"lines"`
+	TotalCents    int64           `json:"total_cents"`
+	PaidCents     int64           `json:"paid_cents"`
+	RefundedCents int64           `json:"refunded_cents"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
 }
 
 func toOrderJSON(o *domain.Order) orderJSON {
@@ -36,7 +37,7 @@ func toOrderJSON(o *domain.Order) orderJSON {
 	}
 	return orderJSON{
 		ID: o.ID(), CustomerID: o.CustomerID(), Status: o.Status().String(), Lines: lines,
-		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()),
+		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()), RefundedCents: int64(o.Refunded()),
 		CreatedAt: o.CreatedAt().UTC(), UpdatedAt: o.UpdatedAt().UTC(),
 	}
 }
@@ -217,6 +218,52 @@ func (s *Server) recordPayment(w http.ResponseWriter, r *http.Request) error {
 			return receipt(http.StatusCreated, paymentJSON{OrderID: p.OrderID, AmountCents: int64(p.Amount), PaidCents: int64(p.Paid)}, nil)
 		}})
 	return s.respond(w, "recordPayment", out, err)
+}
+
+type refundIn struct {
+	AmountCents *int64  `json:"amount_cents"`
+	Reason      *string `json:"reason"`
+}
+
+type refundJSON struct {
+	OrderID       uuid.UUID `json:"order_id"`
+	AmountCents   int64     `json:"amount_cents"`
+	RefundedCents int64     `json:"refunded_cents"`
+}
+
+func (s *Server) recordRefund(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	pr := principal(r)
+	if err := keyPresent(r); err != nil {
+		return err
+	}
+	var in refundIn
+	if err := decode(w, r, &in, false); err != nil {
+		return err
+	}
+	var v domain.Validation
+	required(&v, "amount_cents", in.AmountCents)
+	required(&v, "reason", in.Reason)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	refund, err := domain.ParseRefund(*in.AmountCents, *in.Reason)
+	if err != nil {
+		return err
+	}
+	cmd := app.RecordRefundCommand{OrderID: id, Refund: refund}
+	key, err := idempotencyKey(r, pr, "recordRefund", keyRequired, cmd)
+	if err != nil {
+		return err
+	}
+	out, err := s.app.RecordRefund.Handle(r.Context(), cmd, app.Call[app.RefundRecorded]{Principal: pr, Key: key,
+		Render: func(f app.RefundRecorded) (app.Receipt, error) {
+			return receipt(http.StatusCreated, refundJSON{OrderID: f.OrderID, AmountCents: int64(f.Amount), RefundedCents: int64(f.Refunded)}, nil)
+		}})
+	return s.respond(w, "recordRefund", out, err)
 }
 
 type actorJSON struct {

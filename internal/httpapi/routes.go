@@ -59,6 +59,7 @@ func (s *Server) routes() chi.Router {
 		r.Post("/orders/{id}/cancel", s.handle(s.cancelOrder))
 		r.Post("/orders/{id}/ship", s.handle(s.shipOrder))
 		r.Post("/orders/{id}/payments", s.handle(s.recordPayment))
+		r.Post("/orders/{id}/refunds", s.handle(s.recordRefund))
 
 		r.Post("/actors/{id}/deactivate", s.handle(s.deactivateActor))
 	})

@@ -77,7 +77,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // keyedOperations are the operations that take an Idempotency-Key (the
 // scope's operation name); ifMatchRoutes the routes that take If-Match.
 var (
-	keyedOperations = []string{"createProduct", "updateProduct", "adjustStock", "placeOrder", "cancelOrder", "shipOrder", "recordPayment", "deactivateActor"}
+	keyedOperations = []string{"createProduct", "updateProduct", "adjustStock", "placeOrder", "cancelOrder", "shipOrder", "recordPayment", "recordRefund", "deactivateActor"}
 	ifMatchRoutes   = []string{"/v1/products/{id}", "/v1/orders/{id}/cancel", "/v1/orders/{id}/ship"}
 )
 

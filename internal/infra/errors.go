@@ -58,6 +58,8 @@ func translate(err error) error {
 				return domain.Errorf(domain.CodeInsufficientStock, "not enough stock")
 			case "orders_paid_within_total":
 				return domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance")
+			case "orders_refund_within_paid":
+				return domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded")
 			}
 		case sqlLockNotAvailable, sqlQueryCanceled, sqlAdminShutdown, sqlCannotConnectNow:
 			return errors.Join(app.ErrUnavailable, err)

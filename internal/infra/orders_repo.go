@@ -51,7 +51,7 @@ func toOrder(r dbsqlc.Order, lines []domain.OrderLine) (*domain.Order, error) {
 		return nil, err
 	}
 	return domain.RehydrateOrder(r.ID, r.CustomerID, st, lines, domain.Cents(r.TotalCents), domain.Cents(r.PaidCents),
-		domain.Version(r.Version), r.CreatedAt, r.UpdatedAt), nil
+		domain.Cents(r.RefundedCents), domain.Version(r.Version), r.CreatedAt, r.UpdatedAt), nil
 }
 
 // Get reads the order and its lines in one round trip: the lines are
@@ -155,6 +155,28 @@ func (r orderRepo) AddPayment(ctx context.Context, orderID, actorID uuid.UUID, a
 		return nil, false, err
 	}
 	if err := r.q.PaymentInsert(ctx, r.db, dbsqlc.PaymentInsertParams{ID: id, OrderID: orderID, ActorID: actorID, AmountCents: int64(amount)}); err != nil {
+		return nil, false, translate(err)
+	}
+	o, err := toOrder(row, nil)
+	return o, err == nil, err
+}
+
+func (r orderRepo) AddRefund(ctx context.Context, orderID, actorID uuid.UUID, refund domain.Refund) (*domain.Order, bool, error) {
+	row, err := r.q.OrderAddRefund(ctx, r.db, dbsqlc.OrderAddRefundParams{ID: orderID, AmountCents: int64(refund.Amount)})
+	if err != nil {
+		err = translate(err)
+		if err == domain.ErrNotFound {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := r.q.RefundInsert(ctx, r.db, dbsqlc.RefundInsertParams{
+		ID: id, OrderID: orderID, ActorID: actorID, AmountCents: int64(refund.Amount), Reason: refund.Reason,
+	}); err != nil {
 		return nil, false, translate(err)
 	}
 	o, err := toOrder(row, nil)

@@ -18,7 +18,7 @@ SET paid_cents = paid_cents + $1,
     updated_at = now()
 WHERE id = $2 AND status <> 'cancelled'
   AND paid_cents + $1 <= total_cents
-RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
 `
 
 type OrderAddPaymentParams struct {
@@ -40,12 +40,49 @@ func (q *Queries) OrderAddPayment(ctx context.Context, db DBTX, arg OrderAddPaym
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RefundedCents,
+	)
+	return i, err
+}
+
+const orderAddRefund = `-- name: OrderAddRefund :one
+UPDATE orders
+SET refunded_cents = refunded_cents + $1,
+    version        = version + 1,
+    updated_at     = now()
+WHERE id = $2 AND status = 'cancelled'
+  AND refunded_cents + $1 <= paid_cents
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
+`
+
+type OrderAddRefundParams struct {
+	AmountCents int64
+	ID          uuid.UUID
+}
+
+// One guarded atomic increment (pattern 2), like OrderAddPayment: the guard,
+// not a prior read, keeps refunded_cents within paid_cents, backed by the
+// CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
+// row: missing, not cancelled or over-refunded.
+func (q *Queries) OrderAddRefund(ctx context.Context, db DBTX, arg OrderAddRefundParams) (Order, error) {
+	row := db.QueryRow(ctx, orderAddRefund, arg.AmountCents, arg.ID)
+	var i Order
+	err := row.Scan(
+		&i.ID,
+		&i.CustomerID,
+		&i.Status,
+		&i.TotalCents,
+		&i.PaidCents,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.RefundedCents,
 	)
 	return i, err
 }
 
 const orderGet = `-- name: OrderGet :one
-SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at FROM orders WHERE id = $1
+SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents FROM orders WHERE id = $1
 `
 
 func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) (Order, error) {
@@ -60,6 +97,7 @@ func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) (Order, e
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RefundedCents,
 	)
 	return i, err
 }
@@ -67,7 +105,7 @@ func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) (Order, e
 const orderInsert = `-- name: OrderInsert :one
 INSERT INTO orders (id, customer_id, status, total_cents)
 VALUES ($1, $2, 'placed', $3)
-RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
 `
 
 type OrderInsertParams struct {
@@ -88,6 +126,7 @@ func (q *Queries) OrderInsert(ctx context.Context, db DBTX, arg OrderInsertParam
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RefundedCents,
 	)
 	return i, err
 }
@@ -154,7 +193,7 @@ func (q *Queries) OrderLinesInsert(ctx context.Context, db DBTX, arg OrderLinesI
 }
 
 const orderListAll = `-- name: OrderListAll :many
-SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at FROM orders
+SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents FROM orders
 WHERE id < $1
 ORDER BY id DESC
 LIMIT $2
@@ -183,6 +222,7 @@ func (q *Queries) OrderListAll(ctx context.Context, db DBTX, arg OrderListAllPar
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.RefundedCents,
 		); err != nil {
 			return nil, err
 		}
@@ -195,7 +235,7 @@ func (q *Queries) OrderListAll(ctx context.Context, db DBTX, arg OrderListAllPar
 }
 
 const orderListByCustomer = `-- name: OrderListByCustomer :many
-SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at FROM orders
+SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents FROM orders
 WHERE customer_id = $1 AND id < $2
 ORDER BY id DESC
 LIMIT $3
@@ -225,6 +265,87 @@ func (q *Queries) OrderListByCustomer(ctx context.Context, db DBTX, arg OrderLis
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.RefundedCents,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orderRefundSumMismatches = `-- name: OrderRefundSumMismatches :many
+SELECT o.id, o.refunded_cents, COALESCE(r.sum, 0)::bigint AS refunds_cents
+FROM orders o
+LEFT JOIN (SELECT order_id, sum(amount_cents) AS sum
+           FROM refunds
+           GROUP BY order_id) r ON r.order_id = o.id
+WHERE o.refunded_cents <> COALESCE(r.sum, 0)
+ORDER BY o.id
+`
+
+type OrderRefundSumMismatchesRow struct {
+	ID            uuid.UUID
+	RefundedCents int64
+	RefundsCents  int64
+}
+
+// `api check`: every order whose refunded_cents differs from the sum of its
+// refund rows, in one statement (one snapshot).
+func (q *Queries) OrderRefundSumMismatches(ctx context.Context, db DBTX) ([]OrderRefundSumMismatchesRow, error) {
+	rows, err := db.Query(ctx, orderRefundSumMismatches)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrderRefundSumMismatchesRow
+	for rows.Next() {
+		var i OrderRefundSumMismatchesRow
+		if err := rows.Scan(&i.ID, &i.RefundedCents, &i.RefundsCents); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const orderRefundsBeyondPaid = `-- name: OrderRefundsBeyondPaid :many
+SELECT id, status, paid_cents, refunded_cents
+FROM orders
+WHERE refunded_cents > 0 AND (refunded_cents > paid_cents OR status <> 'cancelled')
+ORDER BY id
+`
+
+type OrderRefundsBeyondPaidRow struct {
+	ID            uuid.UUID
+	Status        string
+	PaidCents     int64
+	RefundedCents int64
+}
+
+// `api check`: every order whose refunded_cents exceeds its paid_cents or
+// that was refunded without being cancelled (the CHECK and the guard keep
+// both from happening; this finds what went around them).
+func (q *Queries) OrderRefundsBeyondPaid(ctx context.Context, db DBTX) ([]OrderRefundsBeyondPaidRow, error) {
+	rows, err := db.Query(ctx, orderRefundsBeyondPaid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrderRefundsBeyondPaidRow
+	for rows.Next() {
+		var i OrderRefundsBeyondPaidRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.PaidCents,
+			&i.RefundedCents,
 		); err != nil {
 			return nil, err
 		}
@@ -242,7 +363,7 @@ SET status     = $1,
     version    = version + 1,
     updated_at = now()
 WHERE id = $2 AND version = $3
-RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
 `
 
 type OrderSetStatusParams struct {
@@ -265,6 +386,7 @@ func (q *Queries) OrderSetStatus(ctx context.Context, db DBTX, arg OrderSetStatu
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RefundedCents,
 	)
 	return i, err
 }
@@ -287,6 +409,30 @@ func (q *Queries) PaymentInsert(ctx context.Context, db DBTX, arg PaymentInsertP
 		arg.OrderID,
 		arg.ActorID,
 		arg.AmountCents,
+	)
+	return err
+}
+
+const refundInsert = `-- name: RefundInsert :exec
+INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+VALUES ($1, $2, $3, $4, $5)
+`
+
+type RefundInsertParams struct {
+	ID          uuid.UUID
+	OrderID     uuid.UUID
+	ActorID     uuid.UUID
+	AmountCents int64
+	Reason      string
+}
+
+func (q *Queries) RefundInsert(ctx context.Context, db DBTX, arg RefundInsertParams) error {
+	_, err := db.Exec(ctx, refundInsert,
+		arg.ID,
+		arg.OrderID,
+		arg.ActorID,
+		arg.AmountCents,
+		arg.Reason,
 	)
 	return err
 }

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
+// RecordRefund gives back money paid on a cancelled order.
+//
+// Invariants: refunded_cents never exceeds paid_cents, only a cancelled
+// order is refunded, and a refund is counted once. Mechanism: one guarded
+// atomic increment (pattern 2), UPDATE … SET refunded_cents = refunded_cents
+// + n WHERE status = 'cancelled' AND refunded_cents + n <= paid_cents, backed
+// by the CHECK orders_refund_within_paid; concurrent refunds of one order
+// queue on its row lock and each re-evaluates the guard on the row the one
+// before it committed, so none is lost and together they never pass what was
+// paid. A payment racing the cancellation cannot slip in after it: the
+// payment's own guard refuses a cancelled order (RecordPayment), so every
+// payment an order keeps was counted before it was cancelled, and is
+// refundable. The balance does not move: a cancelled order owes nothing, so
+// it no longer counts in the customer's balance whatever is refunded. The
+// required key makes a retried refund replay instead of counting twice.
+// refund.recorded is appended in the same transaction.
+//
+// Codes: forbidden (a customer refunding), not_found, invalid_transition (not
+// cancelled), over_refund.
+type RecordRefund struct{ Transactor Transactor }
+
+// RecordRefundCommand is the input of RecordRefund.
+type RecordRefundCommand struct {
+	OrderID uuid.UUID
+	Refund  domain.Refund
+}
+
+// RefundRecorded is the result of RecordRefund.
+type RefundRecorded struct {
+	OrderID  uuid.UUID
+	Amount   domain.Cents
+	Refunded domain.Cents
+}
+
+// Handle runs the command.
+func (h RecordRefund) Handle(ctx context.Context, cmd RecordRefundCommand, call Call[RefundRecorded]) (Outcome, error) {
+	p := call.Principal
+	if err := requireStaff(p); err != nil {
+		return Outcome{}, err
+	}
+	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (RefundRecorded, error) {
+		updated, ok, err := repos.Orders().AddRefund(ctx, cmd.OrderID, p.ID, cmd.Refund)
+		if err != nil {
+			return RefundRecorded{}, err
+		}
+		if !ok {
+			// The guard refused. Explain why from the current state.
+			now, err := repos.Orders().Get(ctx, cmd.OrderID)
+			if err != nil {
+				return RefundRecorded{}, err
+			}
+			if err := now.CheckRefund(cmd.Refund.Amount); err != nil {
+				return RefundRecorded{}, err
+			}
+			return RefundRecorded{}, domain.Errorf(domain.CodeOverRefund, "refund of %d cents exceeds what was paid and not yet refunded", cmd.Refund.Amount)
+		}
+		if err := repos.Outbox().Append(ctx, Event{Type: EventRefundRecorded, AggregateID: updated.ID(), Data: RefundEventData{
+			OrderID: updated.ID(), CustomerID: updated.CustomerID(), AmountCents: int64(cmd.Refund.Amount), Reason: cmd.Refund.Reason,
+			RefundedCents: int64(updated.Refunded()), PaidCents: int64(updated.Paid()), ActorID: p.ID,
+		}}); err != nil {
+			return RefundRecorded{}, err
+		}
+		return RefundRecorded{OrderID: updated.ID(), Amount: cmd.Refund.Amount, Refunded: updated.Refunded()}, nil
+	})
+}
