@@ -52,3 +52,8 @@ func GetOrderStepwise(ctx context.Context, repos app.Repositories, id uuid.UUID)
 	}
 	return toOrder(o, toOrderLines(lines))
 }
+
+// Sign is the webhook-signature header that deliveries carry (see sign).
+func Sign(keys [][]byte, id, timestamp string, body []byte) string {
+	return sign(keys, id, timestamp, body)
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"strconv"
@@ -154,6 +155,60 @@ func TestWebhookSecretsParse(t *testing.T) {
 			t.Errorf("%q accepted", v)
 		} else if strings.Contains(err.Error(), "c2hvcnQ") {
 			t.Errorf("%q: the error repeats the secret: %v", v, err)
+		}
+	}
+}
+
+// The test vector that the Standard Webhooks project publishes with every
+// one of its reference libraries (libraries/*/…: "sign function works",
+// TestWebhookSign): this secret, id, timestamp and body sign to this
+// signature. The secret is 24 bytes, the shortest the specification allows.
+const (
+	vectorSecret    = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	vectorID        = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+	vectorTimestamp = "1614265330"
+	vectorBody      = `{"test": 2432232314}`
+	vectorSignature = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+)
+
+// TestWebhookSignatureMatchesTheStandardWebhooksVector: the service's
+// signer, given the secret through OUTBOX_WEBHOOK_SECRET's parser, produces
+// the published signature, so a receiver using any Standard Webhooks library
+// accepts its deliveries. The usual mistakes of a hand-written signer each
+// produce another signature, so the vector tells them apart: the secret used
+// as text instead of its base64 key, the timestamp left out of what is
+// signed, the MAC in hex.
+func TestWebhookSignatureMatchesTheStandardWebhooksVector(t *testing.T) {
+	t.Parallel()
+	keys, err := infra.ParseWebhookSecrets(vectorSecret)
+	if err != nil {
+		t.Fatalf("the published secret is refused: %v", err)
+	}
+	if got := infra.Sign(keys, vectorID, vectorTimestamp, []byte(vectorBody)); got != vectorSignature {
+		t.Errorf("signature %s, want the published %s", got, vectorSignature)
+	}
+	// With a second key (a rotation), the published signature is one of two.
+	both, err := infra.ParseWebhookSecrets(keyNew + " " + vectorSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(infra.Sign(both, vectorID, vectorTimestamp, []byte(vectorBody))); len(got) != 2 || got[1] != vectorSignature {
+		t.Errorf("signatures %q, want two, the second the published %s", got, vectorSignature)
+	}
+
+	mac := func(key []byte, msg string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	naive := map[string]string{
+		"secret as text": "v1," + base64.StdEncoding.EncodeToString(mac([]byte(vectorSecret), vectorID+"."+vectorTimestamp+"."+vectorBody)),
+		"no timestamp":   "v1," + base64.StdEncoding.EncodeToString(mac(keys[0], vectorID+"."+vectorBody)),
+		"hex":            "v1," + hex.EncodeToString(mac(keys[0], vectorID+"."+vectorTimestamp+"."+vectorBody)),
+	}
+	for name, sig := range naive {
+		if sig == vectorSignature {
+			t.Errorf("the naive signer %q also matches the vector: it tells nothing apart", name)
 		}
 	}
 }
