@@ -20,7 +20,11 @@ RUN go mod download
 COPY . .
 # Dropping the build cache in the same step keeps the layer small: without
 # BuildKit cache mounts it would not be reused anyway.
-RUN go build -trimpath -ldflags='-s -w' -o /out/api ./cmd/api && go clean -cache
+# ordersvc_build_info's labels: the context has no .git, so the version and
+# revision come as build args (docker build --build-arg REVISION=$(git rev-parse HEAD)).
+ARG VERSION
+ARG REVISION
+RUN go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.revision=${REVISION}" -o /out/api ./cmd/api && go clean -cache
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/api /api

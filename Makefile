@@ -54,9 +54,14 @@ FUZZTIME ?= 20s
 fuzz: ## Run each native fuzz target for FUZZTIME (default 20s); fails on any finding.
 	@FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
+# The build's name in ordersvc_build_info and the start log line.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+
 .PHONY: build
 build: ## Build bin/api.
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/api ./cmd/api
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/api ./cmd/api
 
 .PHONY: build-quiet
 build-quiet:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -55,6 +56,10 @@ type config struct {
 	OTLPEndpoint string
 	// ServiceName is the service.name of the exported spans.
 	ServiceName string
+
+	// MetricsAddr, when set, serves GET /metrics on a listener of its own
+	// (for example :9090), and the public one (HTTP_ADDR) no longer does.
+	MetricsAddr string
 
 	// PprofAddr, when set, serves net/http/pprof on its own listener (for
 	// example 127.0.0.1:6060). Off by default: profiles expose internals.
@@ -141,6 +146,13 @@ var settings = []setting{
 	}},
 	{"OTEL_SERVICE_NAME", "ordersvc", func(c *config, v string) error { c.ServiceName = v; return nil }},
 	{"PPROF_ADDR", "", func(c *config, v string) error { c.PprofAddr = v; return nil }},
+	{"METRICS_ADDR", "", func(c *config, v string) error {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return fmt.Errorf("not a listen address such as :9090 or 127.0.0.1:9090")
+		}
+		c.MetricsAddr = v
+		return nil
+	}},
 	{"BENCH_DISABLE_IDEMPOTENCY", "", func(c *config, v string) error {
 		switch strings.ToLower(v) {
 		case "1", "true":

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +78,23 @@ func TestDocumentedMetricsArePresentFromTheStart(t *testing.T) {
 		if !strings.Contains(scrape, series) {
 			t.Errorf("the scrape lacks %s", series)
 		}
+	}
+	// ordersvc_build_info names the build from the first scrape on.
+	build := regexp.MustCompile(`(?m)^ordersvc_build_info\{goversion="` + regexp.QuoteMeta(runtime.Version()) + `",revision="([^"]+)",version="([^"]+)"\} 1$`)
+	if m := build.FindStringSubmatch(scrape); m == nil {
+		t.Errorf("no ordersvc_build_info{goversion=%q,revision,version} 1 in the scrape", runtime.Version())
+	} else {
+		t.Logf("ordersvc_build_info: version %s, revision %s", m[2], m[1])
+	}
+	// The latency buckets reach twice REQUEST_TIMEOUT's default, so that a
+	// request that ran into its deadline is told apart from a slow one.
+	c, err := loadConfig(env("DATABASE_URL", "postgres://x/y"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := fmt.Sprintf(`le="%g"`, (2 * c.RequestTimeout).Seconds())
+	if !strings.Contains(scrape, `ordersvc_http_request_duration_seconds_bucket{method="GET",route="/metrics",`+le+`}`) {
+		t.Errorf("the latency histogram has no bucket %s (twice REQUEST_TIMEOUT's default %s)", le, c.RequestTimeout)
 	}
 	t.Logf("%d documented metrics present", len(names))
 }

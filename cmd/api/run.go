@@ -77,10 +77,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
 
-func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
-}
-
 // openPool opens the pool with the configured guards and checks that the
 // database answers, so that a bad DATABASE_URL fails at start with one line.
 // tp traces its round trips (serve, with tracing on); nil for none.
@@ -133,10 +129,11 @@ func (noKeys) Claim(context.Context, app.Key) (*app.Receipt, error) { return nil
 func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil }
 
 // newHandler wires the use cases to the HTTP API; tp, when not nil, traces
-// its requests.
-func newHandler(transactor app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) http.Handler {
+// its requests. With METRICS_ADDR set, the API leaves /metrics to the
+// listener of serveMetrics.
+func newHandler(transactor app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
 	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(transactor), RequestTimeout: c.RequestTimeout,
-		TracerProvider: tp})
+		TracerProvider: tp, MetricsElsewhere: c.MetricsAddr != ""})
 }
 
 // serve runs the HTTP server until ctx ends. Then /readyz answers 503 for
@@ -170,8 +167,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	defer pool.Close()
 	defer traces.shutdown(context.WithoutCancel(ctx), log)
 
+	build := readBuildInfo()
+	log.Info("starting", "version", build.Version, "revision", build.Revision, "goversion", build.GoVersion)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build.collector())
+	reg.MustRegister(h.collectors...)
 	runner := newRunner(pool, log, reg, c)
 	infra.RegisterPoolMetrics(reg, pool)
 
@@ -191,8 +191,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		}
 		return runner.Ping(ctx)
 	}
+	api := newHandler(runner, ready, log, reg, c, traces.provider())
 	srv := &http.Server{
-		Handler:           conns.closeConnections(newHandler(runner, ready, log, reg, c, traces.provider())),
+		Handler:           conns.closeConnections(api),
 		ConnState:         conns.connState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
@@ -210,6 +211,15 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 			return err
 		}
 		defer stopPprof()
+	}
+	var metrics *metricsServer
+	if c.MetricsAddr != "" {
+		metrics, err = serveMetrics(c.MetricsAddr, api.Metrics(), log, h)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer metrics.stop(context.WithoutCancel(ctx), c.ShutdownTimeout) // on an early return
 	}
 	if listening != nil {
 		listening <- ln.Addr().String()
@@ -251,6 +261,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	case <-sctx.Done():
 		log.Warn("workers did not stop before the shutdown deadline")
 	}
+	// The metrics listener stops after the workers: a scrape during the
+	// stop sequence still answers, and one in progress gets its answer.
+	if metrics != nil {
+		metrics.stop(sctx, c.ShutdownTimeout)
+	}
 	traces.shutdown(sctx, log)
 	log.Info("stopped")
 	return nil
@@ -270,6 +285,15 @@ type serveHooks struct {
 	// spanProcessors see every span when tracing is on (tests record
 	// spans with one); with tracing off there are no spans to see.
 	spanProcessors []sdktrace.SpanProcessor
+	// collectors are registered with the service's metrics (a test holds a
+	// scrape in progress with one).
+	collectors []prometheus.Collector
+	// metricsListening receives the address of METRICS_ADDR's listener.
+	metricsListening chan<- string
+	// closeMetrics stops METRICS_ADDR's listener with http.Server.Close
+	// instead of Shutdown: the naive variant that cuts a scrape in
+	// progress, which the metrics listener's test must catch.
+	closeMetrics bool
 }
 
 func (serveHooks) call(f func()) {

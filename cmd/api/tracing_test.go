@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ type placementRun struct {
 	logs    []map[string]any // the JSON log lines
 	webhook http.Header      // headers of the order.placed delivery
 	exports int64            // requests the OTLP receiver got
+	scrape  string           // GET /metrics in OpenMetrics, after the placement
 }
 
 // placeOrderUnderServe runs serve with the given extra settings and a span
@@ -134,6 +136,18 @@ func placeOrderUnderServe(t *testing.T, extra ...string) placementRun {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no order.placed delivery within 30s")
 	}
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Errorf("GET /metrics asking for OpenMetrics: Content-Type %q", ct)
+	}
+	got.scrape = string(raw)
 	client.CloseIdleConnections()
 	stop()
 	if err := <-served; err != nil {
@@ -152,7 +166,9 @@ func placeOrderUnderServe(t *testing.T, extra ...string) placementRun {
 
 // TestTracing: with OTEL_EXPORTER_OTLP_ENDPOINT set, a placement is a server
 // span named after its route with the database round trips as its children
-// (batches included), the request's log line carries its trace id, the
+// (batches included), the request's log line carries its trace id and span
+// id, its latency observation carries the trace id as exemplar in an
+// OpenMetrics scrape, the
 // webhook delivery is a span of its own whose context the request carries as
 // traceparent, the probes are not traced, and the spans reach the OTLP
 // endpoint by the time serve has stopped (the shutdown flushes them).
@@ -210,11 +226,18 @@ func TestTracing(t *testing.T) {
 	for _, l := range got.logs {
 		if l["msg"] == "request" && l["route"] == "/v1/orders" && l["method"] == "POST" {
 			id, _ := l["trace_id"].(string)
-			logged = append(logged, id)
+			span, _ := l["span_id"].(string)
+			logged = append(logged, id+"/"+span)
 		}
 	}
-	if len(logged) != 1 || logged[0] != tid.String() {
-		t.Errorf("the placement's log line has trace_id %q, want %s", logged, tid)
+	if want := tid.String() + "/" + server.SpanContext().SpanID().String(); len(logged) != 1 || logged[0] != want {
+		t.Errorf("the placement's log line has trace_id/span_id %q, want %s (the server span's)", logged, want)
+	}
+
+	// The placement's latency observation carries its trace id as exemplar.
+	exemplar := regexp.MustCompile(`(?m)^ordersvc_http_request_duration_seconds_bucket\{method="POST",route="/v1/orders",le="[^"]+"\} 1 # \{trace_id="([0-9a-f]{32})"\} `)
+	if m := exemplar.FindStringSubmatch(got.scrape); m == nil || m[1] != tid.String() {
+		t.Errorf("no latency bucket of POST /v1/orders carries the exemplar trace_id=%s; scrape:\n%s", tid, grepLines(got.scrape, "ordersvc_http_request_duration_seconds_bucket"))
 	}
 
 	parent := got.webhook.Get("traceparent")
@@ -245,8 +268,8 @@ func TestTracing(t *testing.T) {
 
 // TestTracingOffRecordsNothing: without OTEL_EXPORTER_OTLP_ENDPOINT there is
 // no tracer provider: the same placement records no span (the recorder is
-// hooked in all the same), its log line has no trace_id, and the webhook
-// request carries no traceparent.
+// hooked in all the same), its log line has no trace_id, its latency has no
+// exemplar, and the webhook request carries no traceparent.
 func TestTracingOffRecordsNothing(t *testing.T) {
 	t.Parallel()
 	got := placeOrderUnderServe(t)
@@ -268,6 +291,20 @@ func TestTracingOffRecordsNothing(t *testing.T) {
 	if requests == 0 {
 		t.Error("no request log line")
 	}
+	if !strings.Contains(got.scrape, `ordersvc_http_request_duration_seconds_bucket{method="POST",route="/v1/orders"`) || strings.Contains(got.scrape, "trace_id") {
+		t.Errorf("with tracing off, the latency buckets must be there with no exemplar:\n%s", grepLines(got.scrape, "ordersvc_http_request_duration_seconds_bucket"))
+	}
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func attr(s sdktrace.ReadOnlySpan, key string) (string, bool) {

@@ -485,13 +485,13 @@ func decodeJSON(b []byte) map[string]any {
 	return m
 }
 
-// TestContractOperationalEndpoints: /healthz, /readyz, /metrics and
+// TestContractOperationalEndpoints: /healthz, /livez, /readyz, /metrics and
 // /openapi.yaml answer without authentication, every response carries
 // X-Request-Id, and the metrics count requests, replays and version conflicts.
 func TestContractOperationalEndpoints(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)
-	for _, p := range []string{"/healthz", "/readyz"} {
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r := e.Do("GET", p, "", nil)
 		if r.Status != http.StatusOK || string(r.Body) != "ok\n" || r.Header.Get("X-Request-Id") == "" {
 			t.Errorf("%s: %d %q X-Request-Id %q", p, r.Status, r.Body, r.Header.Get("X-Request-Id"))

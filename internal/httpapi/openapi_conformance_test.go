@@ -191,7 +191,7 @@ func TestOpenAPIConformanceInProgress(t *testing.T) {
 }
 
 func conformOperations(c *conformance) {
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml", "/docs"} {
+	for _, p := range []string{"/healthz", "/livez", "/readyz", "/metrics", "/openapi.yaml", "/docs"} {
 		c.want(c.do("GET", p, "", nil), 200, "")
 	}
 }

@@ -201,7 +201,7 @@ func TestPanicIsA500Problem(t *testing.T) {
 }
 
 // TestReadyzWithoutDatabase: /readyz is 503 unavailable, without the cause,
-// while /healthz stays 200.
+// while /healthz and /livez stay 200.
 func TestReadyzWithoutDatabase(t *testing.T) {
 	t.Parallel()
 	s, _ := testServer(t)
@@ -214,10 +214,12 @@ func TestReadyzWithoutDatabase(t *testing.T) {
 	if p := recordedProblem(t, rec); p.Code != "unavailable" || strings.Contains(body, "10.0.0.1") {
 		t.Errorf("/readyz problem %s", body)
 	}
-	rec = httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
-	if rec.Code != http.StatusOK {
-		t.Errorf("/healthz %d, want 200", rec.Code)
+	for _, p := range []string{"/healthz", "/livez"} {
+		rec = httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s %d, want 200", p, rec.Code)
+		}
 	}
 }
 

@@ -36,8 +36,11 @@ func (s *Server) routes() chi.Router {
 	}))
 
 	r.Get("/healthz", s.healthz)
+	r.Get("/livez", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+	if s.metricsHere {
+		r.Method(http.MethodGet, "/metrics", s.Metrics())
+	}
 	r.Get("/openapi.yaml", s.openapi)
 	r.Get("/docs", s.docs)
 	r.Get("/docs/{asset}", s.handle(s.docsAsset))

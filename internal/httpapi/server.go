@@ -44,9 +44,13 @@ type Deps struct {
 	// while the database is down. Zero means no deadline.
 	RequestTimeout time.Duration
 	// TracerProvider, when set, records a server span for each request
-	// (otelhttp), named after its route pattern, and puts its trace id in
-	// the request's log line. Nil: tracing is off and costs nothing.
+	// (otelhttp), named after its route pattern, and attaches its trace id
+	// as an exemplar to the request's latency observation. Nil: tracing is
+	// off and costs nothing.
 	TracerProvider trace.TracerProvider
+	// MetricsElsewhere leaves GET /metrics out of the routes: the process
+	// serves Metrics on a listener of its own (METRICS_ADDR).
+	MetricsElsewhere bool
 }
 
 // Server is the HTTP API.
@@ -61,12 +65,14 @@ type Server struct {
 	router         chi.Router
 	requestTimeout time.Duration
 	tracing        trace.TracerProvider
+	// metricsHere says whether GET /metrics is one of the routes.
+	metricsHere bool
 }
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
 	s := &Server{app: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
-		requestTimeout: d.RequestTimeout, tracing: d.TracerProvider}
+		requestTimeout: d.RequestTimeout, tracing: d.TracerProvider, metricsHere: !d.MetricsElsewhere}
 	s.router = s.routes()
 	return s
 }
@@ -80,6 +86,11 @@ var (
 	keyedOperations = []string{"createProduct", "updateProduct", "adjustStock", "placeOrder", "cancelOrder", "shipOrder", "recordPayment", "recordRefund", "deactivateActor"}
 	ifMatchRoutes   = []string{"/v1/products/{id}", "/v1/orders/{id}/cancel", "/v1/orders/{id}/ship"}
 )
+
+// latencyBuckets reach past REQUEST_TIMEOUT (15 s by default) to twice it:
+// a request that ran into its deadline lands in a bucket of its own, not in
+// +Inf with everything above 5 s.
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 20, 30}
 
 type metrics struct {
 	requests         *prometheus.CounterVec
@@ -96,7 +107,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"route", "method", "status"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "ordersvc_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+			Buckets: latencyBuckets,
 		}, []string{"route", "method"}),
 		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersvc_idempotency_replays_total", Help: "Responses replayed from a completed idempotency record, by operation.",
@@ -213,7 +224,7 @@ func (s *Server) traced() func(http.Handler) http.Handler {
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()), // the service's metrics are Prometheus's
 		otelhttp.WithFilter(func(r *http.Request) bool {
 			switch r.URL.Path {
-			case "/healthz", "/readyz", "/metrics":
+			case "/healthz", "/livez", "/readyz", "/metrics":
 				return false
 			}
 			return true
@@ -225,7 +236,12 @@ func (s *Server) traced() func(http.Handler) http.Handler {
 // pattern so that ids do not explode the label space. It also turns a panic
 // into a 500 problem with no internals. When the request is traced, its span
 // is named after the route pattern ("POST /v1/orders", known only once
-// routed) and the log line carries its trace_id.
+// routed), a 5xx answer sets the span's error.type to the status code (as
+// OpenTelemetry's HTTP conventions say), and the latency observation carries
+// the trace id as its exemplar (exposed when a scraper asks for
+// OpenMetrics), so a slow bucket leads to a trace of a request that fell in
+// it. The log line's trace_id and span_id come from the logger, which reads
+// them from the request's context.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -244,7 +260,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			status := strconv.Itoa(sw.status)
 			elapsed := time.Since(start)
 			s.metrics.requests.WithLabelValues(route, r.Method, status).Inc()
-			s.metrics.latency.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+			latency := s.metrics.latency.WithLabelValues(route, r.Method)
 			attrs := []slog.Attr{
 				slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
 				slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("duration", elapsed),
@@ -255,7 +271,16 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					span.SetName(r.Method + " " + route)
 					span.SetAttributes(semconv.HTTPRoute(route))
 				}
-				attrs = append(attrs, slog.String("trace_id", span.SpanContext().TraceID().String()))
+				if sw.status >= 500 {
+					span.SetAttributes(semconv.ErrorTypeKey.String(status))
+				}
+				if sc := span.SpanContext(); sc.IsSampled() {
+					latency.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+					latency = nil
+				}
+			}
+			if latency != nil {
+				latency.Observe(elapsed.Seconds())
 			}
 			s.log.LogAttrs(r.Context(), logLevelFor(sw.status), "request", attrs...)
 		}()
@@ -357,6 +382,9 @@ func principal(r *http.Request) app.Principal {
 
 // ---- operational endpoints
 
+// healthz answers /healthz and /livez (the name Kubernetes' own endpoints
+// use): the process is up and serving. It never touches the database, so a
+// database outage does not make an orchestrator restart every replica.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("ok\n"))
@@ -388,6 +416,10 @@ func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(openAPI)
 }
 
-func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+// Metrics is GET /metrics: the Prometheus text format, or OpenMetrics when
+// the scraper asks for it (Accept: application/openmetrics-text), which is
+// the format that carries the latency histograms' exemplars. The process
+// mounts it on its own listener when METRICS_ADDR is set.
+func (s *Server) Metrics() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }

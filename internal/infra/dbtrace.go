@@ -117,8 +117,9 @@ func (t *dbTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, data pgx.Trac
 	}
 }
 
-// fail marks the span failed with the error's SQLSTATE, naming the
-// statement of a batch that failed. No rows is an outcome, not a failure.
+// fail marks the span failed with the error's SQLSTATE and its error.type,
+// naming the statement of a batch that failed. No rows is an outcome, not a
+// failure.
 func (s *dbSpan) fail(statement string, err error) {
 	if err == nil || s.failed || errors.Is(err, pgx.ErrNoRows) {
 		return
@@ -128,11 +129,31 @@ func (s *dbSpan) fail(statement string, err error) {
 	if errors.As(err, &pgErr) {
 		s.span.SetAttributes(semconv.DBResponseStatusCode(pgErr.Code))
 	}
+	s.span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
 	desc := err.Error()
 	if statement != "" {
 		desc = statement + ": " + desc
 	}
 	s.span.SetStatus(codes.Error, desc)
+}
+
+// errorType is a failed round trip's error.type, a value of low cardinality
+// that dashboards group by: the SQLSTATE when the server answered (as
+// OpenTelemetry's database conventions say, the same as
+// db.response.status_code), "timeout" when the caller's deadline ran out,
+// "canceled" when the caller gave up, and "_OTHER" for the rest (a
+// connection lost, for one).
+func errorType(err error) string {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return pgErr.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
 }
 
 // statementName is the sqlc name of a statement (its "-- name: X" line), or

@@ -34,7 +34,8 @@ func (c *countingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatc
 // TestPoolTracingComposesWithTheGivenTracer: with a TracerProvider, the
 // pool records one span per round trip made under a recording span (a
 // statement, a batch named after its statements, a failure with its
-// SQLSTATE), none for a round trip outside one, and the tracer the caller
+// SQLSTATE and its error.type, a deadline that ran out as error.type
+// timeout), none for a round trip outside one, and the tracer the caller
 // gave (the test kit's hooks) still sees every statement and batch.
 func TestPoolTracingComposesWithTheGivenTracer(t *testing.T) {
 	t.Parallel()
@@ -69,36 +70,55 @@ func TestPoolTracingComposesWithTheGivenTracer(t *testing.T) {
 	if err := pool.SendBatch(ctx, b).Close(); err == nil {
 		t.Fatal("a division by zero succeeded")
 	}
+	// A statement whose caller gives up: its deadline ends the wait.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = pool.Exec(short, "-- name: Sleep :exec\nselect pg_sleep(30)")
+	cancel()
+	if err == nil {
+		t.Fatal("a 30 s sleep under a 100 ms deadline succeeded")
+	}
 	parent.End()
 
-	if q, bs := given.queries.Load(), given.batches.Load(); q != 2 || bs != 1 {
-		t.Errorf("the given tracer saw %d statements and %d batches, want 2 and 1", q, bs)
+	if q, bs := given.queries.Load(), given.batches.Load(); q != 3 || bs != 1 {
+		t.Errorf("the given tracer saw %d statements and %d batches, want 3 and 1", q, bs)
 	}
 	spans := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range recorder.Ended() {
 		spans[s.Name()] = s
 	}
-	ping, batch := spans["Ping"], spans["First + Divide"]
-	if ping == nil || batch == nil || len(spans) != 3 {
-		t.Fatalf("spans %v, want Ping, First + Divide and the parent", keys(spans))
+	ping, batch, sleep := spans["Ping"], spans["First + Divide"], spans["Sleep"]
+	if ping == nil || batch == nil || sleep == nil || len(spans) != 4 {
+		t.Fatalf("spans %v, want Ping, First + Divide, Sleep and the parent", keys(spans))
 	}
 	for _, s := range []sdktrace.ReadOnlySpan{ping, batch} {
 		if s.Parent().SpanID() != parent.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient {
 			t.Errorf("span %s: parent %s kind %v, want a client span under the request", s.Name(), s.Parent().SpanID(), s.SpanKind())
 		}
 	}
-	if ping.Status().Code != codes.Unset {
-		t.Errorf("Ping: status %v", ping.Status())
+	if ping.Status().Code != codes.Unset || hasKey(ping, "error.type") {
+		t.Errorf("Ping: status %v, attributes %v; want no error", ping.Status(), ping.Attributes())
 	}
 	if batch.Status().Code != codes.Error || !hasAttribute(batch, "db.response.status_code", "22012") ||
-		!hasAttribute(batch, "db.operation.batch.size", "2") {
-		t.Errorf("the failed batch: status %v, attributes %v; want an error, SQLSTATE 22012, batch size 2", batch.Status(), batch.Attributes())
+		!hasAttribute(batch, "error.type", "22012") || !hasAttribute(batch, "db.operation.batch.size", "2") {
+		t.Errorf("the failed batch: status %v, attributes %v; want an error, SQLSTATE 22012 as status code and error.type, batch size 2", batch.Status(), batch.Attributes())
+	}
+	if sleep.Status().Code != codes.Error || !hasAttribute(sleep, "error.type", "timeout") {
+		t.Errorf("the statement past its deadline: status %v, attributes %v; want an error with error.type timeout", sleep.Status(), sleep.Attributes())
 	}
 }
 
 func hasAttribute(s sdktrace.ReadOnlySpan, key, value string) bool {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key && kv.Value.String() == value {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKey(s sdktrace.ReadOnlySpan, key string) bool {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
 			return true
 		}
 	}
