@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,10 @@ type sweep struct {
 	interval time.Duration
 	size     int
 	deleted  prometheus.Counter
+	// lastRound is when a round last ran to its end without an error
+	// (ordersvc_<name>_last_success_timestamp_seconds): an alert sees a
+	// sweep that stopped making progress even when it deletes nothing.
+	lastRound prometheus.Gauge
 }
 
 // sweepBatch runs one batch's statements in tx: it takes the sweep's
@@ -32,7 +37,8 @@ type sweep struct {
 type sweepBatch func(ctx context.Context, tx *pipe, from time.Time) (n int64, last time.Time, locked bool, err error)
 
 // newSweep applies the defaults (a round a minute, 1,000 rows a batch) and
-// registers the counter on reg, when reg is not nil.
+// registers the counter and the time of the last good round on reg, when
+// reg is not nil.
 func newSweep(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, name string, interval time.Duration, size int, counter prometheus.CounterOpts) sweep {
 	if interval <= 0 {
 		interval = time.Minute
@@ -40,9 +46,13 @@ func newSweep(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, n
 	if size <= 0 {
 		size = 1000
 	}
-	s := sweep{pool: pool, log: log, name: name, interval: interval, size: size, deleted: prometheus.NewCounter(counter)}
+	s := sweep{pool: pool, log: log, name: name, interval: interval, size: size, deleted: prometheus.NewCounter(counter),
+		lastRound: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersvc_" + strings.ReplaceAll(name, " ", "_") + "_last_success_timestamp_seconds",
+			Help: "When a round of the " + name + " last ran to its end without an error (Unix seconds; 0: not yet). A replica that found another one sweeping counts.",
+		})}
 	if reg != nil {
-		reg.MustRegister(s.deleted)
+		reg.MustRegister(s.deleted, s.lastRound)
 	}
 	return s
 }
@@ -54,6 +64,9 @@ func (s sweep) run(ctx context.Context, round func(context.Context) (int64, erro
 	defer t.Stop()
 	for {
 		n, err := round(ctx)
+		if err == nil && ctx.Err() == nil {
+			s.lastRound.SetToCurrentTime()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
