@@ -34,7 +34,7 @@ func TestServerSpanErrorType(t *testing.T) {
 		got := ""
 		for _, kv := range spans[i].Attributes() {
 			if kv.Key == "error.type" {
-				got = kv.Value.Emit()
+				got = kv.Value.String()
 			}
 		}
 		if got != want {
