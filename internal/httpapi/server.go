@@ -260,7 +260,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			status := strconv.Itoa(sw.status)
 			elapsed := time.Since(start)
 			s.metrics.requests.WithLabelValues(route, r.Method, status).Inc()
-			latency := s.metrics.latency.WithLabelValues(route, r.Method)
+			var exemplar prometheus.Labels
 			attrs := []slog.Attr{
 				slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
 				slog.Int("status", sw.status), slog.Int("bytes", sw.bytes), slog.Duration("duration", elapsed),
@@ -275,11 +275,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					span.SetAttributes(semconv.ErrorTypeKey.String(status))
 				}
 				if sc := span.SpanContext(); sc.IsSampled() {
-					latency.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
-					latency = nil
+					exemplar = prometheus.Labels{"trace_id": sc.TraceID().String()}
 				}
 			}
-			if latency != nil {
+			latency := s.metrics.latency.WithLabelValues(route, r.Method)
+			if exemplar != nil {
+				latency.(prometheus.ExemplarObserver).ObserveWithExemplar(elapsed.Seconds(), exemplar)
+			} else {
 				latency.Observe(elapsed.Seconds())
 			}
 			s.log.LogAttrs(r.Context(), logLevelFor(sw.status), "request", attrs...)
