@@ -70,6 +70,10 @@ type config struct {
 	// a retried placement places a second order. It exists to measure what the keys cost and
 	// must never be set in a real deployment.
 	BenchDisableIdempotency bool
+
+	// ReadDatabaseURL, when set, is a streaming replica that queries read
+	// when it proves current (infra.ReplicaReader, ADR 0023).
+	ReadDatabaseURL string
 }
 
 // setting documents one environment variable; the README's configuration
@@ -82,6 +86,7 @@ type setting struct {
 var settings = []setting{
 	{"DATABASE_URL", "", func(c *config, v string) error { c.DatabaseURL = v; return nil }},
 	{"MIGRATE_DATABASE_URL", "", func(c *config, v string) error { c.MigrateDatabaseURL = v; return nil }},
+	{"READ_DATABASE_URL", "", func(c *config, v string) error { c.ReadDatabaseURL = v; return nil }},
 	{"HTTP_ADDR", ":8080", func(c *config, v string) error { c.HTTPAddr = v; return nil }},
 	{"IDEMPOTENCY_TTL", "24h", durationInto(func(c *config) *time.Duration { return &c.IdempotencyTTL })},
 	{"IDEMPOTENCY_WAIT", "5s", durationInto(func(c *config) *time.Duration { return &c.IdempotencyWait })},

@@ -131,8 +131,8 @@ func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil
 // newHandler wires the use cases to the HTTP API; tp, when not nil, traces
 // its requests. With METRICS_ADDR set, the API leaves /metrics to the
 // listener of serveMetrics.
-func newHandler(transactor app.Transactor, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(transactor), RequestTimeout: c.RequestTimeout,
+func newHandler(transactor app.Transactor, reader app.Reader, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(transactor, reader), RequestTimeout: c.RequestTimeout,
 		TracerProvider: tp, MetricsElsewhere: c.MetricsAddr != ""})
 }
 
@@ -174,6 +174,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	reg.MustRegister(h.collectors...)
 	runner := newRunner(pool, log, reg, c)
 	infra.RegisterPoolMetrics(reg, pool)
+	reader, closeReplica, err := openReader(ctx, c, runner, log, reg, traces.provider())
+	if err != nil {
+		return err
+	}
+	defer closeReplica()
 
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
@@ -191,7 +196,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		}
 		return runner.Ping(ctx)
 	}
-	api := newHandler(runner, ready, log, reg, c, traces.provider())
+	api := newHandler(runner, reader, ready, log, reg, c, traces.provider())
 	srv := &http.Server{
 		Handler:           conns.closeConnections(api),
 		ConnState:         conns.connState,

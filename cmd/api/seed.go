@@ -60,7 +60,7 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		}
 		out.Actors = append(out.Actors, seededActor{Name: a.Name, Role: a.Role, ActorID: res.Actor.ID.String(), Token: res.Token, CreditLimitCents: a.CreditLimitCents})
 	}
-	uc := app.New(runner)
+	uc := app.New(runner, runner)
 	for _, p := range []app.CreateProductCommand{
 		{SKU: "DEMO-MUG", Name: "Enamel mug", PriceCents: 1200, Stock: 100},
 		{SKU: "DEMO-TEE", Name: "Cotton T-shirt", PriceCents: 2500, Stock: 50},
@@ -81,7 +81,7 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		return err
 	}
 	for _, p := range products {
-		level, err := uc.GetStock.Handle(ctx, p.ID())
+		level, err := uc.GetStock.Handle(ctx, p.ID(), 0)
 		if err != nil {
 			return fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
 		}

@@ -8,12 +8,15 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
-// GetOrder returns one order, read without a transaction. Another
-// customer's order is reported as not found, so that its existence is not
-// revealed. Codes: not_found.
-type GetOrder struct{ Transactor Transactor }
+// GetOrder returns one order, read without a transaction, from a read
+// replica when one has applied every write committed before the request
+// (Reader). Another customer's order is reported as not found, so that its
+// existence is not revealed. Codes: not_found.
+type GetOrder struct{ Reader Reader }
 
-// Handle runs the query.
-func (q GetOrder) Handle(ctx context.Context, p Principal, id uuid.UUID) (*domain.Order, error) {
-	return visibleOrder(ctx, q.Transactor.WithoutTx(), p, id)
+// Handle runs the query; seen is the newest version the caller holds.
+func (q GetOrder) Handle(ctx context.Context, p Principal, id uuid.UUID, seen Seen) (*domain.Order, error) {
+	return readOne(ctx, q.Reader, seen, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+		return visibleOrder(ctx, repos, p, id)
+	})
 }

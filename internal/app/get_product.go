@@ -8,11 +8,14 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
-// GetProduct returns one product, read without a transaction; any actor may
-// read the catalogue. Codes: not_found.
-type GetProduct struct{ Transactor Transactor }
+// GetProduct returns one product, read without a transaction, from a read
+// replica when one has applied every write committed before the request
+// (Reader); any actor may read the catalogue. Codes: not_found.
+type GetProduct struct{ Reader Reader }
 
-// Handle runs the query.
-func (q GetProduct) Handle(ctx context.Context, id uuid.UUID) (*domain.Product, error) {
-	return q.Transactor.WithoutTx().Products().Get(ctx, id)
+// Handle runs the query; seen is the newest version the caller holds.
+func (q GetProduct) Handle(ctx context.Context, id uuid.UUID, seen Seen) (*domain.Product, error) {
+	return readOne(ctx, q.Reader, seen, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
+		return repos.Products().Get(ctx, id)
+	})
 }

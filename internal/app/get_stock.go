@@ -9,10 +9,14 @@ import (
 )
 
 // GetStock returns the stock level of one product, read without a
-// transaction; any actor may read stock levels. Codes: not_found.
-type GetStock struct{ Transactor Transactor }
+// transaction, from a read replica when one has applied every write
+// committed before the request (Reader); any actor may read stock levels.
+// Codes: not_found.
+type GetStock struct{ Reader Reader }
 
-// Handle runs the query.
-func (q GetStock) Handle(ctx context.Context, productID uuid.UUID) (*domain.StockLevel, error) {
-	return q.Transactor.WithoutTx().Stock().Get(ctx, productID)
+// Handle runs the query; seen is the newest version the caller holds.
+func (q GetStock) Handle(ctx context.Context, productID uuid.UUID, seen Seen) (*domain.StockLevel, error) {
+	return readOne(ctx, q.Reader, seen, func(ctx context.Context, repos Repositories) (*domain.StockLevel, error) {
+		return repos.Stock().Get(ctx, productID)
+	})
 }

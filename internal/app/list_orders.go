@@ -9,8 +9,9 @@ import (
 )
 
 // ListOrders returns a page of the caller's orders (staff: every order),
-// newest first, read without a transaction.
-type ListOrders struct{ Transactor Transactor }
+// newest first, read without a transaction, from a read replica when one
+// has applied every write committed before the request (Reader).
+type ListOrders struct{ Reader Reader }
 
 // Handle runs the query.
 func (q ListOrders) Handle(ctx context.Context, p Principal, page Page) ([]*domain.Order, error) {
@@ -18,5 +19,7 @@ func (q ListOrders) Handle(ctx context.Context, p Principal, page Page) ([]*doma
 	if p.IsStaff() {
 		customer = uuid.Nil
 	}
-	return q.Transactor.WithoutTx().Orders().List(ctx, customer, page)
+	return readList(ctx, q.Reader, func(ctx context.Context, repos Repositories) ([]*domain.Order, error) {
+		return repos.Orders().List(ctx, customer, page)
+	})
 }

@@ -7,10 +7,13 @@ import (
 )
 
 // ListProducts returns a page of products, newest first, read without a
-// transaction.
-type ListProducts struct{ Transactor Transactor }
+// transaction, from a read replica when one has applied every write
+// committed before the request (Reader).
+type ListProducts struct{ Reader Reader }
 
 // Handle runs the query.
 func (q ListProducts) Handle(ctx context.Context, page Page) ([]*domain.Product, error) {
-	return q.Transactor.WithoutTx().Products().List(ctx, page)
+	return readList(ctx, q.Reader, func(ctx context.Context, repos Repositories) ([]*domain.Product, error) {
+		return repos.Products().List(ctx, page)
+	})
 }

@@ -7,10 +7,13 @@ import (
 )
 
 // ListStock returns a page of stock levels, newest product first, read
-// without a transaction.
-type ListStock struct{ Transactor Transactor }
+// without a transaction, from a read replica when one has applied every
+// write committed before the request (Reader).
+type ListStock struct{ Reader Reader }
 
 // Handle runs the query.
 func (q ListStock) Handle(ctx context.Context, page Page) ([]*domain.StockLevel, error) {
-	return q.Transactor.WithoutTx().Stock().List(ctx, page)
+	return readList(ctx, q.Reader, func(ctx context.Context, repos Repositories) ([]*domain.StockLevel, error) {
+		return repos.Stock().List(ctx, page)
+	})
 }

@@ -35,6 +35,26 @@ type Transactor interface {
 	WithoutTx() Repositories
 }
 
+// Reader runs the queries' reads. With no read replica it reads the
+// primary, like Transactor.WithoutTx. With one (READ_DATABASE_URL), it
+// answers a read from the replica only when the replica can prove that it
+// has applied every write committed before the read began, so that no
+// caller sees the past: not the client that just placed or changed
+// something, nor the webhook receiver that fetches what an event names.
+// The request's token check is read from the primary first, so a
+// deactivation stops a token at once (ADR 0005, ADR 0023).
+type Reader interface {
+	// Read runs read on repositories that see every write committed before
+	// Read was called, and returns read's error. An implementation with a
+	// replica tries it first; when the replica is behind, down or fails,
+	// when read returns an error there (not found included: it may not have
+	// the row yet), or when current, if given, says the replica's answer is
+	// older than what the caller has seen, it runs read again on the
+	// primary, whose answer is final. read must therefore be safe to run
+	// twice and keep only its last answer.
+	Read(ctx context.Context, read func(ctx context.Context, repos Repositories) error, current func() bool) error
+}
+
 // Repositories is the set of repositories a use case works with, all bound
 // to one connection: the transaction of Transactor.InTx, or none
 // (Transactor.WithoutTx). It is not a transaction itself: it neither

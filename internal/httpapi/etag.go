@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
@@ -104,6 +105,24 @@ func noneMatch(lines []string, v domain.Version) bool {
 		}
 	}
 	return false
+}
+
+// seenVersion is the newest version that If-None-Match header lines name,
+// weak tags included (the comparison is weak), as app.Seen: the caller
+// holds that version, so an answer older than it would show the past. A
+// value that names none (absent, "*", malformed) is zero.
+func seenVersion(lines []string) app.Seen {
+	tags, _, ok := entityTags(trimOWS(strings.Join(lines, ",")))
+	if !ok {
+		return 0
+	}
+	var seen app.Seen
+	for _, t := range tags {
+		if v, ok := parseStrongTag(t.opaque); ok && app.Seen(v) > seen {
+			seen = app.Seen(v)
+		}
+	}
+	return seen
 }
 
 // entityTag is one element of an If-Match or If-None-Match list.

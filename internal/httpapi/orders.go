@@ -110,7 +110,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.app.GetOrder.Handle(r.Context(), principal(r), id)
+	o, err := s.app.GetOrder.Handle(r.Context(), principal(r), id, seenVersion(r.Header.Values("If-None-Match")))
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func (s *Server) getProduct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.app.GetProduct.Handle(r.Context(), id)
+	p, err := s.app.GetProduct.Handle(r.Context(), id, seenVersion(r.Header.Values("If-None-Match")))
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *Server) getStock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	level, err := s.app.GetStock.Handle(r.Context(), id)
+	level, err := s.app.GetStock.Handle(r.Context(), id, seenVersion(r.Header.Values("If-None-Match")))
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,8 @@ var (
 //     pipeline up to its Sync is;
 //   - the request's pending token check (app.AuthCheck) goes out in front of
 //     its first statement, and a refused check fails that statement;
+//   - on a replica, the replay position that proves the read current goes
+//     out in front of its first statement (replicaFence);
 //   - statements queued with atCommit go out with COMMIT.
 //
 // The server runs exactly the statements it would otherwise, in the same
@@ -53,6 +55,12 @@ type pipe struct {
 	guards *guards
 	// deferred are sent with COMMIT, in order; their errors fail the commit.
 	deferred batch
+	// fence, when not nil, makes the pipe a replica read's (ReplicaReader):
+	// the replica's replay position goes out in front of the first
+	// statement, and a replica behind the fence fails it. Such a pipe never
+	// carries the request's token check: a replica may not have the
+	// deactivation yet.
+	fence *replicaFence
 }
 
 // queries runs the generated statements (dbsqlc.Queries holds no state).
@@ -79,10 +87,11 @@ func (t *pipe) inTx() bool { return t.begin != "" || t.begun }
 // the token check) in the same round trip. The results the caller reads
 // are b's own.
 func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	check := app.PendingAuthCheck(ctx)
+	check := t.authCheck(ctx)
 	began := t.begin != ""
 	guarded := t.guards != nil && (began || !t.begun)
-	if !began && !guarded && check == nil {
+	fenced := t.fence != nil && !t.fence.sent
+	if !began && !guarded && check == nil && !fenced {
 		return t.db.SendBatch(ctx, b)
 	}
 	var first batch
@@ -99,6 +108,10 @@ func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	}
 	if check != nil {
 		first.add(func(db dbsqlc.DBTX) error { return settle(ctx, db, check) })
+	}
+	if fenced {
+		t.fence.sent = true
+		first.add(func(db dbsqlc.DBTX) error { return t.fence.check(ctx, db) })
 	}
 	br := t.db.SendBatch(ctx, &pgx.Batch{QueuedQueries: append(first.QueuedQueries, b.QueuedQueries...)})
 	// A failed BEGIN fails every later read too: pgx keeps the error and
@@ -126,8 +139,17 @@ func settle(ctx context.Context, db dbsqlc.DBTX, check *app.AuthCheck) error {
 	return check.Settle(app.Principal{ID: row.ID, Role: role, Active: row.Active}, true)
 }
 
+// authCheck is the token check to send in front of the next statement:
+// the request's pending one, never on a replica.
+func (t *pipe) authCheck(ctx context.Context) *app.AuthCheck {
+	if t.fence != nil {
+		return nil
+	}
+	return app.PendingAuthCheck(ctx)
+}
+
 func (t *pipe) direct(ctx context.Context) bool {
-	return t.begin == "" && (t.guards == nil || t.begun) && app.PendingAuthCheck(ctx) == nil
+	return t.begin == "" && (t.guards == nil || t.begun) && t.authCheck(ctx) == nil && (t.fence == nil || t.fence.sent)
 }
 
 func (t *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {

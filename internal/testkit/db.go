@@ -107,6 +107,7 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 func Run(m *testing.M) int {
 	code := m.Run()
 	stopPgBouncer()
+	stopStandby()
 	if container != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_ = container.Terminate(ctx)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -39,6 +40,9 @@ type Env struct {
 	// Hooks holds the service's connections at named statements (Stop,
 	// Interleave).
 	Hooks *Hooks
+	// Standby is the read replica the queries use (Options.ReplicaReads),
+	// caught up when New returns; nil without one.
+	Standby *Standby
 }
 
 // Actor is an actor made for a test, with its token.
@@ -69,7 +73,26 @@ type Options struct {
 	DatabaseURL string
 	// RequestTimeout is REQUEST_TIMEOUT (default none).
 	RequestTimeout time.Duration
+	// ReplicaReads makes the queries read the test server's standby
+	// (StandbyOf), which the test then holds for its whole life: Env.Standby.
+	ReplicaReads ReplicaReads
+	// ReadReplicaURL, with ReplicaWhenCurrent, is the replica to read
+	// instead of the standby (a test of a replica that is down).
+	ReadReplicaURL string
 }
+
+// ReplicaReads says how an Env's queries use a read replica.
+type ReplicaReads int
+
+const (
+	// NoReplica: every read goes to the primary (READ_DATABASE_URL unset).
+	NoReplica ReplicaReads = iota
+	// ReplicaWhenCurrent: the service's reader (infra.ReplicaReader).
+	ReplicaWhenCurrent
+	// PlainReplicaReads is the naive variant: every query and every token
+	// check reads the replica, whatever its lag.
+	PlainReplicaReads
+)
 
 // New starts the service on a fresh database and creates one staff actor.
 func New(t testing.TB, opts ...Options) *Env {
@@ -122,7 +145,36 @@ func New(t testing.TB, opts ...Options) *Env {
 	if o.Wrap != nil {
 		transactor = o.Wrap(transactor)
 	}
-	uc := app.New(transactor)
+	var reader app.Reader = runner
+	var standby *Standby
+	var plainReplica *infra.Runner
+	if o.ReplicaReads != NoReplica {
+		replicaURL := o.ReadReplicaURL
+		if replicaURL == "" {
+			standby = StandbyOf(t)
+			standby.acquire(t)
+			replicaURL = standby.URL(databaseName(url))
+		}
+		replica, err := infra.NewPool(ctx, infra.PoolConfig{
+			URL: replicaURL, MaxConns: o.MaxConns,
+			StatementTimeout: 15 * time.Second, LockTimeout: lockTimeout, IdleInTxTimeout: 30 * time.Second,
+			ConnectTimeout: 3 * time.Second,
+		})
+		if err != nil {
+			t.Fatalf("open the replica pool: %v", err)
+		}
+		t.Cleanup(replica.Close)
+		if o.ReplicaReads == PlainReplicaReads {
+			plainReplica = infra.NewRunner(replica, log, nil, infra.RetryPolicy{}, infra.KeyConfig{})
+			reader = plainReplica
+		} else {
+			reader = infra.NewReplicaReader(runner, replica, log, reg)
+		}
+	}
+	uc := app.New(transactor, reader)
+	if plainReplica != nil {
+		uc.Authenticate = app.Authenticate{Transactor: plainReplica, Cache: app.NewTokenCache(100_000)}
+	}
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc, RequestTimeout: o.RequestTimeout}))
 	t.Cleanup(srv.Close)
 	// Cleanups run last in, first out: held connections go on before the
@@ -138,7 +190,20 @@ func New(t testing.TB, opts ...Options) *Env {
 	// Actors are made through the use case, not the naive wrapper.
 	e.App.CreateActor = app.CreateActor{Transactor: runner}
 	e.Staff = e.NewActor("staff", 0)
+	if standby != nil {
+		e.Standby = standby
+		standby.CatchUp(t)
+	}
 	return e
+}
+
+// databaseName is the database a connection string names.
+func databaseName(u string) string {
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		return ""
+	}
+	return cfg.Database
 }
 
 // Logger writes the service's logs into the test's output, warnings and up

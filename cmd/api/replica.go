@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra"
+)
+
+// openReader is the queries' reader: the primary's runner when
+// READ_DATABASE_URL is unset, else a replica-aware reader on a pool of its
+// own, with the same guards. An unparsable READ_DATABASE_URL stops the
+// start; a replica that does not answer, or is not a replica, only logs a
+// warning: its reads go to the primary until it proves current (ADR 0023).
+func openReader(ctx context.Context, c config, runner *infra.Runner, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (app.Reader, func(), error) {
+	if c.ReadDatabaseURL == "" {
+		return runner, func() {}, nil
+	}
+	pool, err := infra.NewPool(ctx, infra.PoolConfig{
+		URL:              c.ReadDatabaseURL,
+		MaxConns:         c.DBMaxConns,
+		StatementTimeout: c.DBStatementTimeout,
+		LockTimeout:      c.DBLockTimeout,
+		IdleInTxTimeout:  c.DBIdleInTxTimeout,
+		ConnectTimeout:   3 * time.Second,
+		TracerProvider:   tp,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("READ_DATABASE_URL: %w", err)
+	}
+	reader := infra.NewReplicaReader(runner, pool, log, reg)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := reader.CheckReplica(pctx); err != nil {
+		log.Warn("READ_DATABASE_URL: reads go to the primary until the replica proves current", "err", err)
+	} else {
+		log.Info("read replica configured: queries read it when it has replayed the primary's position")
+	}
+	return reader, pool.Close, nil
+}

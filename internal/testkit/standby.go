@@ -1,0 +1,283 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Standby is a hot standby that streams from the test server, for the tests
+// of read replicas. It is made once per test binary with the local
+// PostgreSQL binaries (pg_basebackup -R from the test server, then postgres
+// on a free port, as the postgres user when the tests run as root), or given
+// as TEST_READ_DATABASE_URL. The tests force its lag with
+// recovery_min_apply_delay: Hold makes it apply nothing that commits from
+// then on, CatchUp lets it apply everything. One test uses it at a time
+// (Env takes it for the test's whole life).
+type Standby struct {
+	admin string // superuser connection string of the standby
+	mu    sync.Mutex
+}
+
+const standbyHowTo = `no streaming standby for the read-replica tests. Either
+  - let the test kit make one: TEST_DATABASE_URL names a PostgreSQL server that accepts
+    replication connections from 127.0.0.1 (initdb's default pg_hba does) and the same
+    major version's server binaries are installed (Debian: postgresql-15, under
+    /usr/lib/postgresql/15/bin); .ci/run provides both;
+  - or set TEST_READ_DATABASE_URL to a superuser connection string of a hot standby that
+    streams from the TEST_DATABASE_URL server (the tests change its
+    recovery_min_apply_delay with ALTER SYSTEM)`
+
+var (
+	standbyOnce sync.Once
+	standby     *Standby
+	standbyErr  error
+	standbyProc *exec.Cmd
+	standbyDir  string
+)
+
+// StandbyOf returns the test server's standby, making it the first time.
+// When none can be had, t fails with a message that says how to provide
+// one; it never skips.
+func StandbyOf(t testing.TB) *Standby {
+	t.Helper()
+	admin, err := server()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, howTo)
+	}
+	standbyOnce.Do(func() {
+		if u := os.Getenv("TEST_READ_DATABASE_URL"); u != "" {
+			standby = &Standby{admin: u}
+			return
+		}
+		if container != nil {
+			standbyErr = fmt.Errorf("the test server is a container started by testcontainers; the kit makes a standby only from a TEST_DATABASE_URL server")
+			return
+		}
+		standby, standbyErr = makeStandby(admin)
+	})
+	if standbyErr != nil {
+		t.Fatalf("make a standby of the test server: %v\n%s", standbyErr, standbyHowTo)
+	}
+	return standby
+}
+
+// makeStandby copies the test server with pg_basebackup -R and starts the
+// copy as a hot standby on a free port.
+func makeStandby(admin string) (*Standby, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	var version, maxConns int
+	err = conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int / 10000, current_setting('max_connections')::int`).Scan(&version, &maxConns)
+	conn.Close(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bin := fmt.Sprintf("/usr/lib/postgresql/%d/bin", version)
+	if _, err := os.Stat(filepath.Join(bin, "pg_basebackup")); err != nil {
+		return nil, fmt.Errorf("no PostgreSQL %d server binaries: %w", version, err)
+	}
+	dir, err := os.MkdirTemp("", "ordersvc-standby-")
+	if err != nil {
+		return nil, err
+	}
+	standbyDir = dir
+	data := filepath.Join(dir, "data")
+	backup := exec.CommandContext(ctx, filepath.Join(bin, "pg_basebackup"), "-d", admin, "-D", data, "-R", "-X", "stream", "-c", "fast")
+	if err := asPostgresOwner(backup, dir); err != nil {
+		return nil, err
+	}
+	if out, err := backup.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pg_basebackup -R from the test server: %v: %s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		return nil, err
+	}
+	// A hot standby needs max_connections at least the primary's.
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections="+strconv.Itoa(maxConns),
+		"-c", "hot_standby=on", "-c", "hot_standby_feedback=on", "-c", "fsync=off")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := asPostgresOwner(cmd, dir); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the standby: %w", err)
+	}
+	standbyProc = cmd
+	s := &Standby{admin: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
+	for {
+		c, err := pgx.Connect(ctx, s.admin)
+		if err == nil {
+			c.Close(ctx)
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			return nil, fmt.Errorf("the standby did not accept connections: %v\n%s", err, log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stopStandby stops the standby the kit made, at the end of the test binary.
+func stopStandby() {
+	if standbyProc != nil && standbyProc.Process != nil {
+		_ = standbyProc.Process.Signal(os.Interrupt) // fast shutdown
+		done := make(chan struct{})
+		go func() { _ = standbyProc.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = standbyProc.Process.Kill()
+		}
+	}
+	if standbyDir != "" {
+		_ = os.RemoveAll(standbyDir)
+	}
+}
+
+// URL is the connection string of database name on the standby.
+func (s *Standby) URL(name string) string { return withDatabase(s.admin, name) }
+
+// acquire takes the standby for t until t ends; its lag is released then.
+func (s *Standby) acquire(t testing.TB) {
+	s.mu.Lock()
+	t.Cleanup(func() {
+		s.setDelay(t, "0")
+		s.mu.Unlock()
+	})
+}
+
+// CatchUp lets the standby apply everything and waits until it has replayed
+// all that the test server had written when CatchUp was called.
+func (s *Standby) CatchUp(t testing.TB) {
+	t.Helper()
+	s.setDelay(t, "0")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, _ := server()
+	target := walPosition(ctx, t, admin, `SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint, current_setting('wal_block_size')::bigint`)
+	for {
+		replayed := walPosition(ctx, t, s.admin, `SELECT coalesce((pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint, -1), 0::bigint`)
+		if replayed >= target {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the standby did not catch up: replayed %d, want %d", replayed, target)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Hold makes the standby apply nothing that commits on the test server from
+// now on (recovery_min_apply_delay = 1h), after catching it up. It returns
+// once the standby's startup process is seen waiting on a commit made after
+// the change, so the hold is in force, not merely asked for.
+func (s *Standby) Hold(t testing.TB) {
+	t.Helper()
+	s.CatchUp(t)
+	s.setDelay(t, "1h")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, _ := server()
+	for {
+		probe, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Fatalf("hold the standby: %v", err)
+		}
+		// A transaction with an xid writes a commit record, which the
+		// delay holds back.
+		_, err = probe.Exec(ctx, `SELECT pg_current_xact_id()`)
+		probe.Close(ctx)
+		if err != nil {
+			t.Fatalf("hold the standby: %v", err)
+		}
+		for range 50 {
+			var waiting bool
+			err := s.query(ctx, t, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'startup' AND wait_event = 'RecoveryApplyDelay')`, &waiting)
+			if err != nil {
+				t.Fatalf("hold the standby: %v", err)
+			}
+			if waiting {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("hold the standby: its startup process never waited on recovery_min_apply_delay")
+		}
+	}
+}
+
+func (s *Standby) setDelay(t testing.TB, delay string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.admin)
+	if err != nil {
+		t.Fatalf("connect to the standby: %v\n%s", err, standbyHowTo)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `ALTER SYSTEM SET recovery_min_apply_delay = '`+delay+`'`); err != nil {
+		t.Fatalf("set recovery_min_apply_delay on the standby: %v", err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
+		t.Fatalf("reload the standby's configuration: %v", err)
+	}
+}
+
+func (s *Standby) query(ctx context.Context, t testing.TB, sql string, dest ...any) error {
+	conn, err := pgx.Connect(ctx, s.admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, sql).Scan(dest...)
+}
+
+// walPosition reads a WAL position and a page size with sql on the server
+// at u. An insert position just past a page header is taken as the page
+// start, where the last record ended (see infra.ReplicaReader's fence).
+func walPosition(ctx context.Context, t testing.TB, u, sql string) int64 {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatalf("read a WAL position at %s: %v", redact(u), err)
+	}
+	defer conn.Close(ctx)
+	var pos, page int64
+	if err := conn.QueryRow(ctx, sql).Scan(&pos, &page); err != nil {
+		t.Fatalf("read a WAL position: %v", err)
+	}
+	if off := pos % max(page, 1); page > 0 && off <= 40 {
+		pos -= off
+	}
+	return pos
+}
+
+func redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "the server"
+	}
+	return p.Redacted()
+}
