@@ -13,14 +13,14 @@ import (
 	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
-// openReader is the queries' reader: the primary's runner when
-// READ_DATABASE_URL is unset, else a replica-aware reader on a pool of its
-// own, with the same guards. An unparsable READ_DATABASE_URL stops the
+// openReader is the queries' reader: a replica-aware reader on a pool of
+// its own, with the same guards, or with none when READ_DATABASE_URL is
+// unset (every read goes to the primary). An unparsable READ_DATABASE_URL stops the
 // start; a replica that does not answer, or is not a replica, only logs a
 // warning: its reads go to the primary until it proves current (ADR 0023).
 func openReader(ctx context.Context, c config, runner *infra.Runner, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (app.Reader, func(), error) {
 	if c.ReadDatabaseURL == "" {
-		return runner, func() {}, nil
+		return infra.NewReplicaReader(runner, nil, log, reg), func() {}, nil
 	}
 	pool, err := infra.NewPool(ctx, infra.PoolConfig{
 		URL:              c.ReadDatabaseURL,

@@ -59,7 +59,9 @@ const (
 )
 
 // NewReplicaReader returns a reader that tries replica before primary. Its
-// metric is registered on reg.
+// metric is registered on reg. With a nil replica (READ_DATABASE_URL unset)
+// every read goes to the primary, as Runner.Read, and the metric stays at
+// zero: dashboards see the series either way.
 func NewReplicaReader(primary *Runner, replica *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) *ReplicaReader {
 	r := &ReplicaReader{
 		primary: primary, replica: replica, log: log,
@@ -80,6 +82,9 @@ func NewReplicaReader(primary *Runner, replica *pgxpool.Pool, log *slog.Logger, 
 // Read implements app.Reader: on the replica when it proves current, else
 // on the primary.
 func (r *ReplicaReader) Read(ctx context.Context, read func(ctx context.Context, repos app.Repositories) error, current func() bool) error {
+	if r.replica == nil {
+		return r.primary.Read(ctx, read, current)
+	}
 	fence, err := r.fence(ctx)
 	if err != nil {
 		return err
