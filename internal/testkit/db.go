@@ -79,6 +79,9 @@ func server() (string, error) {
 			tcpostgres.WithUsername("postgres"),
 			tcpostgres.WithPassword("postgres"),
 			testcontainers.WithLabels(map[string]string{ContainerLabel: "true"}),
+			// The read-replica tests' standby runs in the same container
+			// on this port (StandbyOf).
+			testcontainers.WithExposedPorts(standbyContainerPort),
 			testcontainers.WithCmd("postgres", "-c", "max_connections=400", "-c", "fsync=off",
 				"-c", "synchronous_commit=off", "-c", "full_page_writes=off"),
 			testcontainers.WithWaitStrategy(wait.ForSQL("5432/tcp", "pgx", func(host string, port network.Port) string {

@@ -3,6 +3,8 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,13 +15,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	tcexec "github.com/testcontainers/testcontainers-go/exec"
 )
 
 // Standby is a hot standby that streams from the test server, for the tests
-// of read replicas. It is made once per test binary with the local
-// PostgreSQL binaries (pg_basebackup -R from the test server, then postgres
-// on a free port, as the postgres user when the tests run as root), or given
-// as TEST_READ_DATABASE_URL. The tests force its lag with
+// of read replicas. It is made once per test binary: from a
+// TEST_DATABASE_URL server with the local PostgreSQL binaries
+// (pg_basebackup -R, then postgres on a free port, as the postgres user when
+// the tests run as root); in the testcontainers server's container with the
+// container's own binaries; or it is given as TEST_READ_DATABASE_URL. The tests force its lag with
 // recovery_min_apply_delay: Hold makes it apply nothing that commits from
 // then on, CatchUp lets it apply everything. One test uses it at a time
 // (Env takes it for the test's whole life).
@@ -60,7 +64,7 @@ func StandbyOf(t testing.TB) *Standby {
 			return
 		}
 		if container != nil {
-			standbyErr = fmt.Errorf("the test server is a container started by testcontainers; the kit makes a standby only from a TEST_DATABASE_URL server")
+			standby, standbyErr = makeContainerStandby(admin)
 			return
 		}
 		standby, standbyErr = makeStandby(admin)
@@ -124,15 +128,86 @@ func makeStandby(admin string) (*Standby, error) {
 	}
 	standbyProc = cmd
 	s := &Standby{admin: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
+	return s, waitForStandby(ctx, s, func() string {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		return string(log)
+	})
+}
+
+// standbyContainerPort is where the standby listens inside the test
+// server's container.
+const standbyContainerPort = "5433/tcp"
+
+// makeContainerStandby makes the standby inside the testcontainers
+// container, with its own binaries: pg_basebackup -R over the local socket
+// (initdb's default pg_hba trusts local replication connections), then
+// pg_ctl start on standbyContainerPort, which the container exposes. The
+// copy keeps the primary's pg_hba and passwords.
+func makeContainerStandby(admin string) (*Standby, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	maxConns, err := maxConnections(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	for _, cmd := range [][]string{
+		{"pg_basebackup", "-h", "/var/run/postgresql", "-U", "postgres", "-D", "/tmp/standby", "-R", "-X", "stream", "-c", "fast"},
+		{"pg_ctl", "-D", "/tmp/standby", "-l", "/tmp/standby.log", "-w", "start", "-o",
+			"-p 5433 -c listen_addresses=* -c hot_standby=on -c hot_standby_feedback=on -c max_connections=" + strconv.Itoa(maxConns)},
+	} {
+		code, out, err := container.Exec(ctx, cmd, tcexec.WithUser("postgres"), tcexec.Multiplexed())
+		if err != nil || code != 0 {
+			b, _ := io.ReadAll(out)
+			return nil, fmt.Errorf("%s in the test container: exit %d, %v: %s", cmd[0], code, err, b)
+		}
+	}
+	host, err := container.Host(ctx)
+	if err != nil {
+		return nil, err
+	}
+	port, err := container.MappedPort(ctx, standbyContainerPort)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return nil, err
+	}
+	u.Host = net.JoinHostPort(host, port.Port())
+	s := &Standby{admin: withDatabase(u.String(), "postgres")}
+	return s, waitForStandby(ctx, s, func() string {
+		_, out, _ := container.Exec(context.Background(), []string{"cat", "/tmp/standby.log"}, tcexec.Multiplexed())
+		if out == nil {
+			return ""
+		}
+		b, _ := io.ReadAll(out)
+		return string(b)
+	})
+}
+
+// maxConnections is the server's max_connections: a hot standby needs at
+// least the primary's.
+func maxConnections(ctx context.Context, admin string) (int, error) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT current_setting('max_connections')::int`).Scan(&n)
+	return n, err
+}
+
+// waitForStandby waits until s accepts connections; log tells why not.
+func waitForStandby(ctx context.Context, s *Standby, log func() string) error {
 	for {
 		c, err := pgx.Connect(ctx, s.admin)
 		if err == nil {
 			c.Close(ctx)
-			return s, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			log, _ := os.ReadFile(filepath.Join(dir, "log"))
-			return nil, fmt.Errorf("the standby did not accept connections: %v\n%s", err, log)
+			return fmt.Errorf("the standby did not accept connections: %v\n%s", err, log())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
