@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
@@ -21,6 +22,9 @@ import (
 func openReader(ctx context.Context, c config, runner *infra.Runner, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (app.Reader, func(), error) {
 	if c.ReadDatabaseURL == "" {
 		return infra.NewReplicaReader(runner, nil, log, reg), func() {}, nil
+	}
+	if _, err := pgxpool.ParseConfig(c.ReadDatabaseURL); err != nil {
+		return nil, nil, fmt.Errorf("READ_DATABASE_URL: %w", err)
 	}
 	pool, err := infra.NewPool(ctx, infra.PoolConfig{
 		URL:              c.ReadDatabaseURL,
