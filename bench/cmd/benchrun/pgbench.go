@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +117,89 @@ func scriptFile(name string) string {
 		return "placement_hot.sql"
 	case "nokeys":
 		return "placement_nokeys.sql"
+	case "pipelined":
+		return "placement_pipelined.sql"
 	}
 	return name + ".sql"
+}
+
+func (e *env) pgbenchRun(ctx context.Context, script string, c int, rate float64) error {
+	if err := load.Reset(ctx, e.conn); err != nil {
+		return err
+	}
+	prefix := filepath.Join(e.o.raw, fmt.Sprintf("pgbench-%s-%s-c%d", e.cur.label, script, c))
+	if rate > 0 {
+		prefix += "-rate"
+	}
+	e.waitQuiet(ctx)
+	before := e.snap()
+	r, err := runPgbench(ctx, e.o.pgbench, e.o.dbURL, filepath.Join(e.o.scripts, scriptFile(script)), c, e.o.duration, rate, prefix)
+	time.Sleep(200 * time.Millisecond) // let the backends exit and be reaped
+	after := e.snap()
+	if err != nil {
+		return err
+	}
+	inv, err := load.Check(ctx, e.conn, script != "nokeys", r.Processed, 0)
+	if err != nil {
+		return err
+	}
+	run := Run{
+		Kind: "pgbench", Scenario: script, Mode: "closed", Concurrency: c, Rate: rate,
+		Seconds: e.o.duration.Seconds(), Throughput: r.TPS, Requests: r.Processed, Orders: r.Processed,
+		Latency: r.Latency, Invariants: &inv,
+		CPU: CPU{Postgres: after.pg - before.pg, Client: r.ClientCPU,
+			Other: max(0, (after.machine-before.machine)-(after.pg-before.pg)-r.ClientCPU-(after.client-before.client))},
+	}
+	if rate > 0 {
+		run.Mode = "open"
+	}
+	if r.Failed > 0 || r.Aborted {
+		run.Unexpected = r.Failed
+		run.Examples = []string{lastLines(r.Output, 3)}
+	}
+	judge(&run)
+	cur := e.cur
+	for i, v := range e.variants {
+		e.use(v)
+		if i == 0 {
+			e.add(run)
+		} else {
+			e.res.Runs = append(e.res.Runs, run)
+		}
+	}
+	e.use(cur)
+	return nil
+}
+
+// halfPeak runs the service open loop at half its best spread throughput,
+// and pgbench at the same rate, and compares their latencies.
+func (e *env) halfPeak(ctx context.Context) error {
+	peak := 0.0
+	for _, r := range e.res.Runs {
+		if r.Kind == "service" && r.Scenario == "spread" && r.Mode == "closed" {
+			peak = math.Max(peak, r.Throughput)
+		}
+	}
+	if peak == 0 {
+		return nil
+	}
+	rate := math.Round(peak / 2)
+	n := len(e.res.Runs)
+	if err := e.serviceRun(ctx, "spread", 0, rate); err != nil {
+		return err
+	}
+	if err := e.pgbenchRun(ctx, "placement", 16, rate); err != nil {
+		return err
+	}
+	e.res.HalfPeak = &HalfPeak{Rate: rate, Service: e.res.Runs[n], Pgbench: e.res.Runs[n+1]}
+	e.res.Runs = e.res.Runs[:n]
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }

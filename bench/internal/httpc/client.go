@@ -99,15 +99,48 @@ func (c *Conn) roundTrip(req []byte) (Response, int, error) {
 	if err != nil {
 		return res, len(line), fmt.Errorf("bad status line %q", line)
 	}
-	length, chunked, closing := -1, false, false
+	h, err := c.readHeaders(&res)
+	if err != nil {
+		return res, 1, err
+	}
+	c.body = c.body[:0]
+	switch {
+	case h.chunked:
+		err = c.readChunked()
+	case h.length >= 0:
+		c.body, err = readN(c.br, c.body, h.length)
+	case res.Status == 204 || res.Status == 304:
+	default:
+		err = errors.New("response without length")
+	}
+	if err != nil {
+		return res, 1, err
+	}
+	res.Body = c.body
+	if h.closing {
+		c.Close()
+	}
+	return res, 1, nil
+}
+
+// framing is what the headers say about the body and the connection.
+type framing struct {
+	length           int // -1: not given
+	chunked, closing bool
+}
+
+// readHeaders reads the header block up to its empty line, noting the
+// framing and Idempotent-Replayed.
+func (c *Conn) readHeaders(res *Response) (framing, error) {
+	f := framing{length: -1}
 	for {
 		h, err := c.br.ReadSlice('\n')
 		if err != nil {
-			return res, 1, err
+			return f, err
 		}
 		h = bytes.TrimRight(h, "\r\n")
 		if len(h) == 0 {
-			break
+			return f, nil
 		}
 		name, value, ok := bytes.Cut(h, []byte(":"))
 		if !ok {
@@ -116,62 +149,53 @@ func (c *Conn) roundTrip(req []byte) (Response, int, error) {
 		value = bytes.TrimSpace(value)
 		switch {
 		case asciiEqualFold(name, "Content-Length"):
-			length, err = strconv.Atoi(string(value))
+			f.length, err = strconv.Atoi(string(value))
 			if err != nil {
-				return res, 1, fmt.Errorf("bad Content-Length %q", value)
+				return f, fmt.Errorf("bad Content-Length %q", value)
 			}
 		case asciiEqualFold(name, "Transfer-Encoding"):
-			chunked = asciiEqualFold(value, "chunked")
+			f.chunked = asciiEqualFold(value, "chunked")
 		case asciiEqualFold(name, "Connection"):
-			closing = asciiEqualFold(value, "close")
+			f.closing = asciiEqualFold(value, "close")
 		case asciiEqualFold(name, "Idempotent-Replayed"):
 			res.Replayed = asciiEqualFold(value, "true")
 		}
 	}
-	c.body = c.body[:0]
-	switch {
-	case chunked:
-		for {
-			l, err := c.br.ReadSlice('\n')
-			if err != nil {
-				return res, 1, err
-			}
-			size, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.SplitN(l, []byte(";"), 2)[0])), 16, 64)
-			if err != nil {
-				return res, 1, fmt.Errorf("bad chunk size %q", l)
-			}
-			if size == 0 {
-				for { // trailers
-					t, err := c.br.ReadSlice('\n')
-					if err != nil {
-						return res, 1, err
-					}
-					if len(bytes.TrimRight(t, "\r\n")) == 0 {
-						break
-					}
-				}
-				break
-			}
-			if c.body, err = readN(c.br, c.body, int(size)); err != nil {
-				return res, 1, err
-			}
-			if _, err := c.br.Discard(2); err != nil {
-				return res, 1, err
-			}
+}
+
+// readChunked reads a chunked body into c.body, trailers skipped.
+func (c *Conn) readChunked() error {
+	for {
+		l, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return err
 		}
-	case length >= 0:
-		if c.body, err = readN(c.br, c.body, length); err != nil {
-			return res, 1, err
+		size, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.SplitN(l, []byte(";"), 2)[0])), 16, 64)
+		if err != nil {
+			return fmt.Errorf("bad chunk size %q", l)
 		}
-	case res.Status == 204 || res.Status == 304:
-	default:
-		return res, 1, errors.New("response without length")
+		if size == 0 {
+			return c.skipTrailers()
+		}
+		if c.body, err = readN(c.br, c.body, int(size)); err != nil {
+			return err
+		}
+		if _, err := c.br.Discard(2); err != nil {
+			return err
+		}
 	}
-	res.Body = c.body
-	if closing {
-		c.Close()
+}
+
+func (c *Conn) skipTrailers() error {
+	for {
+		t, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimRight(t, "\r\n")) == 0 {
+			return nil
+		}
 	}
-	return res, 1, nil
 }
 
 func readN(r io.Reader, buf []byte, n int) ([]byte, error) {

@@ -38,6 +38,12 @@ func Seed(ctx context.Context, conn *pgx.Conn) error {
 		  AS $$ SELECT encode(overlay(uuid_send(gen_random_uuid())
 		          placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
 		          FROM 1 FOR 6), 'hex')::uuid $$`, nil},
+		// The UUIDv7 of the transaction's start and the random number k: the
+		// pipelined script's order id, the same value in every statement of
+		// its transaction, since a pipeline cannot read one back (\gset).
+		{`CREATE FUNCTION bench_uuidv7_at(k bigint) RETURNS uuid LANGUAGE sql STABLE
+		  AS $$ SELECT (lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || '7' ||
+		          substr(lpad(to_hex(k), 18, '0'), 1, 3) || '8' || substr(lpad(to_hex(k), 18, '0'), 4, 15))::uuid $$`, nil},
 		{`CREATE TABLE bench_initial_stock (product_id uuid PRIMARY KEY, stock bigint NOT NULL)`, nil},
 		{`INSERT INTO products (id, sku, name, price_cents)
 		  SELECT bench_pid(n), 'BENCH-' || n, 'Bench product ' || n, 100 + n % 900
@@ -49,6 +55,11 @@ func Seed(ctx context.Context, conn *pgx.Conn) error {
 		{`INSERT INTO bench_initial_stock SELECT product_id, stock FROM stock_levels`, nil},
 		{`INSERT INTO actors (id, name, role, credit_limit_cents)
 		  SELECT bench_pid($1::int + c), 'pgbench customer ' || c, 'customer', 100000000000
+		  FROM generate_series(0, 255) c`, []any{PgbenchCustomerBase}},
+		// Each pgbench client's token, for the pipelined script's token check
+		// (pgbench's client_id c orders as customer PgbenchCustomerBase + c).
+		{`INSERT INTO api_tokens (token_hash, actor_id)
+		  SELECT sha256(('pgbench-token-' || c)::bytea), bench_pid($1::int + c)
 		  FROM generate_series(0, 255) c`, []any{PgbenchCustomerBase}},
 		{`VACUUM ANALYZE`, nil},
 	}
@@ -73,6 +84,13 @@ func Reset(ctx context.Context, conn *pgx.Conn) error {
 	tables := "order_lines, payments, orders, idempotency_keys, stock_adjustments"
 	if outbox {
 		tables += ", outbox_events"
+	}
+	var refunds bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('refunds') IS NOT NULL`).Scan(&refunds); err != nil {
+		return err
+	}
+	if refunds {
+		tables += ", refunds"
 	}
 	for _, q := range []string{
 		`TRUNCATE ` + tables,
