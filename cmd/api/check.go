@@ -20,7 +20,7 @@ func check(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, c, nil)
+	pool, err := openPool(ctx, c, "check", nil)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func outbox(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, c, nil)
+	pool, err := openPool(ctx, c, "outbox", nil)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,12 @@ func openReader(ctx context.Context, c config, runner *infra.Runner, log *slog.L
 	if _, err := pgxpool.ParseConfig(c.ReadDatabaseURL); err != nil {
 		return nil, nil, fmt.Errorf("READ_DATABASE_URL: %w", err)
 	}
+	schema, err := infra.EmbeddedSchema()
+	if err != nil {
+		return nil, nil, err
+	}
 	pool, err := infra.NewPool(ctx, infra.PoolConfig{
+		ApplicationName:  schema.Announcement("serve"),
 		URL:              c.ReadDatabaseURL,
 		MaxConns:         c.DBMaxConns,
 		StatementTimeout: c.DBStatementTimeout,

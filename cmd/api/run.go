@@ -79,9 +79,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // openPool opens the pool with the configured guards and checks that the
 // database answers, so that a bad DATABASE_URL fails at start with one line.
-// tp traces its round trips (serve, with tracing on); nil for none.
-func openPool(ctx context.Context, c config, tp trace.TracerProvider) (*pgxpool.Pool, error) {
+// Its connections announce role and the schema this binary was built for in
+// application_name (infra.Schema.Announcement). tp traces its round trips
+// (serve, with tracing on); nil for none.
+func openPool(ctx context.Context, c config, role string, tp trace.TracerProvider) (*pgxpool.Pool, error) {
+	schema, err := infra.EmbeddedSchema()
+	if err != nil {
+		return nil, err
+	}
 	pool, err := infra.NewPool(ctx, infra.PoolConfig{
+		ApplicationName:  schema.Announcement(role),
 		URL:              c.DatabaseURL,
 		MaxConns:         c.DBMaxConns,
 		StatementTimeout: c.DBStatementTimeout,
@@ -130,9 +137,10 @@ func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil
 
 // newHandler wires the use cases to the HTTP API; tp, when not nil, traces
 // its requests. With METRICS_ADDR set, the API leaves /metrics to the
-// listener of serveMetrics.
-func newHandler(transactor app.Transactor, reader app.Reader, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, App: app.New(transactor, reader), RequestTimeout: c.RequestTimeout,
+// listener of serveMetrics. admit refuses /v1 while the schema is behind
+// (schemaGate).
+func newHandler(transactor app.Transactor, reader app.Reader, ready func(context.Context) error, admit func() error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, Admit: admit, App: app.New(transactor, reader), RequestTimeout: c.RequestTimeout,
 		TracerProvider: tp, MetricsElsewhere: c.MetricsAddr != ""})
 }
 
@@ -159,7 +167,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	}
 	// Deferred calls run last in, first out: on an early return the spans
 	// are flushed before the pool closes, as on the normal stop path.
-	pool, err := openPool(ctx, c, traces.provider())
+	pool, err := openPool(ctx, c, "serve", traces.provider())
 	if err != nil {
 		traces.shutdown(ctx, log)
 		return err
@@ -180,6 +188,19 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	}
 	defer closeReplica()
 
+	gate, err := newSchemaGate(pool, log, time.Second)
+	if err != nil {
+		return err
+	}
+	defer gate.db.Close()
+	if h.noSchemaGate {
+		gate.behind.Store(nil)
+	} else if !gate.check(ctx) {
+		gctx, stopGate := context.WithCancel(ctx)
+		defer stopGate()
+		go gate.run(gctx)
+	}
+
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", c.HTTPAddr, err)
@@ -194,9 +215,12 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 		if draining.Load() {
 			return httpapi.ErrShuttingDown
 		}
+		if err := gate.err(); err != nil {
+			return err
+		}
 		return runner.Ping(ctx)
 	}
-	api := newHandler(runner, reader, ready, log, reg, c, traces.provider())
+	api := newHandler(runner, reader, ready, gate.err, log, reg, c, traces.provider())
 	srv := &http.Server{
 		Handler:           conns.closeConnections(api),
 		ConnState:         conns.connState,
@@ -287,6 +311,9 @@ type serveHooks struct {
 	// plainShutdown skips the closing step: http.Server.Shutdown alone,
 	// the naive variant that the shutdown tests must catch.
 	plainShutdown bool
+	// noSchemaGate serves whatever the schema: the naive variant that the
+	// schema gate test must catch.
+	noSchemaGate bool
 	// spanProcessors see every span when tracing is on (tests record
 	// spans with one); with tracing off there are no spans to see.
 	spanProcessors []sdktrace.SpanProcessor
@@ -346,17 +373,24 @@ func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg
 }
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) != 1 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
-		return errors.New("usage: api migrate up|down|status")
+	const usageMigrate = "usage: api migrate up [--force-contract] | down | status"
+	if len(args) == 0 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
+		return errors.New(usageMigrate)
+	}
+	fl := flag.NewFlagSet("migrate "+args[0], flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	force := fl.Bool("force-contract", false, "apply contract migrations while older binaries are connected")
+	if err := fl.Parse(args[1:]); err != nil || fl.NArg() > 0 || (*force && args[0] != "up") {
+		return errors.New(usageMigrate)
 	}
 	c, err := loadConfig(getenv, true)
 	if err != nil {
 		return err
 	}
-	// Direct to PostgreSQL (MIGRATE_DATABASE_URL): goose's advisory lock is
-	// held by the session, which a transaction pooler does not keep.
+	// MIGRATE_DATABASE_URL may go direct to PostgreSQL or through a
+	// transaction pooler: goose's lock is a table row, not a session lock.
 	c.DatabaseURL = c.MigrateDatabaseURL
-	pool, err := openPool(ctx, c, nil)
+	pool, err := openPool(ctx, c, "migrate", nil)
 	if err != nil {
 		return err
 	}
@@ -369,7 +403,8 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	switch args[0] {
 	case "up":
-		res, err := p.Up(ctx)
+		log := newLogger(stdout, c.LogLevel)
+		res, err := infra.MigrateUp(ctx, p, pool, infra.MigrateOptions{ForceContract: *force, Log: log})
 		for _, r := range res {
 			fmt.Fprintf(stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(time.Millisecond))
 		}
@@ -385,12 +420,19 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	default:
 		st, err := p.Status(ctx)
-		for _, s := range st {
+		s, serr := infra.EmbeddedSchema()
+		if serr != nil {
+			return serr
+		}
+		for _, m := range st {
 			applied := "pending"
-			if s.State == goose.StateApplied {
-				applied = "applied " + s.AppliedAt.UTC().Format(time.RFC3339)
+			if m.State == goose.StateApplied {
+				applied = "applied " + m.AppliedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(stdout, "%-40s %s\n", s.Source.Path, applied)
+			if s.IsContract(m.Source.Version) {
+				applied += " (contract)"
+			}
+			fmt.Fprintf(stdout, "%-40s %s\n", m.Source.Path, applied)
 		}
 		return err
 	}
@@ -412,7 +454,7 @@ func actorCreate(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, c, nil)
+	pool, err := openPool(ctx, c, "actor", nil)
 	if err != nil {
 		return err
 	}

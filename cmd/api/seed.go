@@ -34,7 +34,7 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, c, nil)
+	pool, err := openPool(ctx, c, "seed", nil)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/docs/{asset}", s.handle(s.docsAsset))
 
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.withDeadline, s.authenticate)
+		r.Use(s.admitted, s.withDeadline, s.authenticate)
 
 		r.Post("/products", s.handle(s.createProduct))
 		r.Get("/products", s.handle(s.listProducts))

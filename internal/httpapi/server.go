@@ -37,7 +37,11 @@ type Deps struct {
 	Log      *slog.Logger
 	Registry *prometheus.Registry
 	Ready    func(context.Context) error
-	App      app.UseCases
+	// Admit, when set, is asked before each /v1 request: while it returns
+	// an error (ErrSchemaBehind), the request is refused with 503
+	// unavailable and Retry-After, before anything reads the database.
+	Admit func() error
+	App   app.UseCases
 	// RequestTimeout bounds each /v1 request as a whole (REQUEST_TIMEOUT):
 	// its context ends then, and with it every wait for a connection, a
 	// lock or a statement, including one queued in a connection pooler
@@ -59,6 +63,7 @@ type Server struct {
 	// handlers themselves are methods (s.placeOrder).
 	app            app.UseCases
 	ready          func(context.Context) error
+	admit          func() error
 	reg            *prometheus.Registry
 	log            *slog.Logger
 	metrics        *metrics
@@ -71,7 +76,7 @@ type Server struct {
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
-	s := &Server{app: d.App, ready: d.Ready, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
+	s := &Server{app: d.App, ready: d.Ready, admit: d.Admit, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
 		requestTimeout: d.RequestTimeout, tracing: d.TracerProvider, metricsHere: !d.MetricsElsewhere}
 	s.router = s.routes()
 	return s
@@ -397,6 +402,15 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 // requests, while the other endpoints are still served.
 var ErrShuttingDown = errors.New("shutting down")
 
+// ErrSchemaBehind is what Deps.Ready and Deps.Admit return while the
+// database lacks a migration this release needs: /readyz and every /v1
+// request answer 503 with Retry-After until `api migrate up` has run.
+var ErrSchemaBehind = errors.New("the database schema is older than this release needs")
+
+// schemaBehindRetry is the Retry-After of a request refused for the schema:
+// a migration takes seconds, not the one second of a lock wait.
+const schemaBehindRetry = "5"
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -405,12 +419,34 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			s.writeProblem(w, r, problem(domain.CodeUnavailable, "the service is shutting down"))
 			return
 		}
+		if errors.Is(err, ErrSchemaBehind) {
+			w.Header().Set("Retry-After", schemaBehindRetry)
+			s.writeProblem(w, r, problem(domain.CodeUnavailable, "the database schema is older than this release needs; waiting for its migration"))
+			return
+		}
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
 		s.writeProblem(w, r, problem(domain.CodeUnavailable, "the database does not answer"))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// admitted refuses every /v1 request while Deps.Admit says the schema is
+// behind, with 503 and Retry-After: a client retries, nothing reads a table
+// or column that is not there yet.
+func (s *Server) admitted(next http.Handler) http.Handler {
+	if s.admit == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.admit(); err != nil {
+			w.Header().Set("Retry-After", schemaBehindRetry)
+			s.writeProblem(w, r, problem(domain.CodeUnavailable, "the database schema is older than this release needs; retry later"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {

@@ -103,8 +103,9 @@ func TestBalanceMigrationBackfillsFromOrders(t *testing.T) {
 	want := map[string]int64{"a": 1500, "b": 0, "c": 0, "d": 0, "e": 0}
 
 	for round := 0; round < 2; round++ {
-		if _, err := migrator.UpTo(ctx, balanceVersion); err != nil {
-			t.Fatalf("round %d: migrate up to %d: %v", round, balanceVersion, err)
+		// Up to the end: the contract migration 00008 drops the index.
+		if _, err := migrator.Up(ctx); err != nil {
+			t.Fatalf("round %d: migrate up: %v", round, err)
 		}
 		rows, err := conn.Query(ctx, `SELECT name, balance_cents FROM actors`)
 		if err != nil {

@@ -39,6 +39,10 @@ type PoolConfig struct {
 	// under a recording span (see dbTracer). Nil: tracing is off and costs
 	// nothing.
 	TracerProvider trace.TracerProvider
+	// ApplicationName, when set, is every connection's application_name,
+	// replacing one in the URL: the service announces there the schema it
+	// was built for (Schema.Announcement).
+	ApplicationName string
 }
 
 // NewPool opens a pool on c.URL. It does not wait for the database; call
@@ -74,7 +78,9 @@ func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 	if c.ConnectTimeout > 0 {
 		cfg.ConnConfig.ConnectTimeout = c.ConnectTimeout
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
+	if c.ApplicationName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = c.ApplicationName
+	} else if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
 		// application_name is one of the few startup parameters PgBouncer
 		// passes on (it tracks it per client).
 		cfg.ConnConfig.RuntimeParams["application_name"] = "ordersvc"

@@ -30,3 +30,38 @@ func (q *Queries) GuardsSet(ctx context.Context, db DBTX, arg GuardsSetParams) e
 	_, err := db.Exec(ctx, guardsSet, arg.StatementTimeout, arg.LockTimeout, arg.IdleInTxTimeout)
 	return err
 }
+
+const sessionsByApplication = `-- name: SessionsByApplication :many
+SELECT coalesce(application_name, '')::text AS application_name, count(*)::bigint AS sessions
+FROM pg_catalog.pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()
+GROUP BY application_name
+`
+
+type SessionsByApplicationRow struct {
+	ApplicationName string
+	Sessions        int64
+}
+
+// The other sessions on this database by application_name: `api migrate up`
+// refuses a contract migration while any of them announces an older schema
+// (infra.OlderSessions).
+func (q *Queries) SessionsByApplication(ctx context.Context, db DBTX) ([]SessionsByApplicationRow, error) {
+	rows, err := db.Query(ctx, sessionsByApplication)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SessionsByApplicationRow
+	for rows.Next() {
+		var i SessionsByApplicationRow
+		if err := rows.Scan(&i.ApplicationName, &i.Sessions); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
