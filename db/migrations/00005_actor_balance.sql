@@ -42,6 +42,15 @@ ALTER TABLE actors ADD COLUMN IF NOT EXISTS balance_cents bigint;
 ALTER TABLE actors ALTER COLUMN balance_cents SET DEFAULT 0;
 -- +goose StatementEnd
 
+-- Whether the session announces the schema it was built for (as in 00004;
+-- a database that applied the earlier form of 00004 lacks it).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION ordersvc_announces_schema() RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT current_setting('application_name') ~ '^ordersvc [a-z-]+ schema=[0-9]+$'
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION actors_balance_from_orders() RETURNS trigger
 LANGUAGE plpgsql AS $$
