@@ -112,7 +112,7 @@ func run() error {
 	}
 
 	ctx := context.Background()
-	dbName := "ordersvc_upgrade_" + *variant
+	dbName := "ordersvc_upgrade_" + *variant + "_" + fromSHA
 	dbURL, err := freshDatabase(ctx, *admin, dbName)
 	if err != nil {
 		return err
@@ -168,17 +168,22 @@ func run() error {
 
 	step("roll the replicas one at a time")
 	var newReps []*replica
+	stalled := false
 	for i, old := range []*replica{oldA, oldB} {
 		r, err := startReplica(newBin, dbURL, *basePort+2+i, logs, fmt.Sprintf("new-%c", 'a'+i))
 		if err != nil {
 			stopLoad()
 			return err
 		}
-		if err := r.waitReady(60 * time.Second); err != nil {
-			fmt.Printf("   new replica %s not ready: %v\n", r.name, err)
-		} else {
-			lb.add(r)
+		if err := r.waitReady(20 * time.Second); err != nil {
+			// The rollout stalls, as an orchestrator's would: the old
+			// replica keeps serving.
+			fmt.Printf("   new replica %s not ready, the rollout stalls: %v\n", r.name, err)
+			stalled = true
+			r.stop()
+			break
 		}
+		lb.add(r)
 		newReps = append(newReps, r)
 		// The load balancer takes the old replica out, then it gets SIGTERM
 		// (releases before SHUTDOWN_DRAIN close at once, finishing the
@@ -200,6 +205,9 @@ func run() error {
 	wg.Wait()
 	for _, r := range newReps {
 		lb.remove(r)
+		r.stop()
+	}
+	for _, r := range []*replica{oldA, oldB} {
 		r.stop()
 	}
 
@@ -231,6 +239,9 @@ func run() error {
 	}
 	if checkExit != 0 {
 		failed = append(failed, "api check failed")
+	}
+	if stalled {
+		failed = append(failed, "the rollout stalled: a new replica never became ready")
 	}
 	if err := mig2.err; err != nil || mig1.err != nil && !strings.Contains(mig1.out, "contract migration") {
 		failed = append(failed, "a migration failed")
@@ -425,6 +436,12 @@ func startReplica(bin, dbURL string, port int, logs, name string) (*replica, err
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, fmt.Sprintf("HTTP_ADDR=127.0.0.1:%d", port),
 		"SHUTDOWN_DRAIN=1s", "LOG_LEVEL=warn", "CLEANUP_INTERVAL=1h")
 	cmd.Stdout, cmd.Stderr = f, f
+	// A replica never outlives the test, even one that crashed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port)); err == nil {
+		res.Body.Close()
+		return nil, fmt.Errorf("port %d is taken by another server: pass -port", port)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -456,6 +473,11 @@ func (r *replica) waitReady(limit time.Duration) error {
 }
 
 func (r *replica) stop() {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.done:
