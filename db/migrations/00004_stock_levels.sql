@@ -21,6 +21,9 @@
 -- Databases that applied the earlier, single-transaction form of this
 -- migration (which dropped products.stock at once) are unaffected: goose does
 -- not run an applied migration again, and 00008 finds nothing left to drop.
+-- Its foreign key takes SHARE ROW EXCLUSIVE on products for an instant.
+-- +goose StatementBegin
+SELECT set_config('lock_timeout', '1s', true);
 CREATE TABLE IF NOT EXISTS stock_levels (
     product_id uuid        PRIMARY KEY REFERENCES products (id),
     stock      bigint      NOT NULL,
@@ -30,6 +33,7 @@ CREATE TABLE IF NOT EXISTS stock_levels (
     -- statement already refuses to go below zero, this refuses it anyway.
     CONSTRAINT stock_levels_stock_nonnegative CHECK (stock >= 0)
 );
+-- +goose StatementEnd
 
 -- This release inserts products without a stock: metadata only.
 -- +goose StatementBegin
