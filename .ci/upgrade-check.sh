@@ -2,7 +2,8 @@
 # The rolling-upgrade test (docs/migrations.md) under a fixed budget
 # (UPGRADE_BUDGET seconds, default 360): the previous release as two
 # replicas under load, the new `api migrate up`, a rolling replacement, the
-# contract migration. The fixed procedure must meet every goal; the naive
+# contract migration. The fixed procedure must meet every goal, from the
+# release before 00005 and from the round-1 release (schema 00003); the naive
 # variant (the unsafe 00005 of .ci/upgrade/testdata) must miss one.
 # Needs TEST_DATABASE_URL (a superuser connection string) and this clone's
 # history back to the previous release (UPGRADE_FROM overrides it).
@@ -35,4 +36,11 @@ if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 	exit 1
 fi
 echo "naive variant failed, as it must (exit $status)"
+
+echo "--- the round-1 release (505207a, schema 00003) to this one (must meet every goal)"
+if git cat-file -e 505207a^{commit} 2>/dev/null; then
+	timeout -k 10 "$(left)" "$bin/upgrade" -variant fixed -from 505207a -phase 2s
+else
+	echo "505207a is not in this clone: skipped" >&2
+fi
 echo "upgrade check done in $(( $(date +%s) - start ))s"

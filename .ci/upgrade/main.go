@@ -225,14 +225,17 @@ func run() error {
 	fmt.Printf("\nupgrade %s from %s (%s):\n", *variant, fromSHA, strings.TrimSpace(mig1.summary()+" "+mig2.summary()))
 	fmt.Printf("  requests               %d (%d clients)\n", st.requests.Load(), *clients)
 	fmt.Printf("  by status              %s\n", st.byStatus())
-	fmt.Printf("  non-2xx other than 409/422: %d (503: %d, 5xx other: %d); transport errors retried: %d\n",
-		st.unexpected(), st.count(503), st.unexpected()-st.count(503), st.transport.Load())
+	fmt.Printf("  non-2xx other than 409/422/503: %d; 503 with Retry-After (retried with the same key): %d, without: %d; transport errors retried: %d\n",
+		st.unexpected(), st.count(503)-st.bare503.Load(), st.bare503.Load(), st.transport.Load())
 	fmt.Printf("  acknowledged orders    %d, lost %d\n", len(st.acked()), lost)
 	fmt.Printf("  api check              exit %d %s\n", checkExit, firstLines(checkOut, 3))
 	fmt.Printf("  migration lock waits   max %s (lock_timeout %s), %d samples waiting\n", maxWait.Round(time.Millisecond), *lockMax, mig1.waitSamples+mig2.waitSamples)
 	var failed []string
 	if st.unexpected() > 0 {
-		failed = append(failed, fmt.Sprintf("%d responses other than 2xx, 409 and 422", st.unexpected()))
+		failed = append(failed, fmt.Sprintf("%d responses other than 2xx, 409, 422 and 503", st.unexpected()))
+	}
+	if n := st.bare503.Load(); n > 0 {
+		failed = append(failed, fmt.Sprintf("%d 503 responses without Retry-After", n))
 	}
 	if lost > 0 {
 		failed = append(failed, fmt.Sprintf("%d acknowledged orders lost", lost))
@@ -524,6 +527,8 @@ func (b *balancer) pick() string {
 type stats struct {
 	requests  atomic.Int64
 	transport atomic.Int64
+	// bare503 counts 503s without Retry-After.
+	bare503 atomic.Int64
 	mu        sync.Mutex
 	status    map[int]int64
 	orders    []string
@@ -543,7 +548,7 @@ func (s *stats) unexpected() int64 {
 	defer s.mu.Unlock()
 	var n int64
 	for code, c := range s.status {
-		if code/100 != 2 && code != 409 && code != 422 {
+		if code/100 != 2 && code != 409 && code != 422 && code != 503 {
 			n += c
 		}
 	}
@@ -608,6 +613,9 @@ func send(ctx context.Context, lb *balancer, st *stats, method, path, token stri
 		r := response{code: res.StatusCode, etag: res.Header.Get("ETag")}
 		_ = json.Unmarshal(raw, &r.body)
 		if res.StatusCode == http.StatusServiceUnavailable {
+			if res.Header.Get("Retry-After") == "" {
+				st.bare503.Add(1)
+			}
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
