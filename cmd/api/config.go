@@ -17,9 +17,10 @@ import (
 // Nothing else reads the environment.
 type config struct {
 	DatabaseURL string
-	// MigrateDatabaseURL is the connection of `api migrate`: it must reach
-	// PostgreSQL directly, because goose holds a session-level advisory
-	// lock that a transaction pooler would leak to other clients.
+	// MigrateDatabaseURL is the connection of `api migrate`. Direct to
+	// PostgreSQL is advised (the contract step reads pg_stat_activity), but
+	// a transaction pooler works: goose's lock is a table row, and every
+	// lock_timeout of a migration is local to its transaction.
 	MigrateDatabaseURL string
 	HTTPAddr           string
 	IdempotencyTTL     time.Duration
