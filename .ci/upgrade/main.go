@@ -529,9 +529,9 @@ type stats struct {
 	transport atomic.Int64
 	// bare503 counts 503s without Retry-After.
 	bare503 atomic.Int64
-	mu        sync.Mutex
-	status    map[int]int64
-	orders    []string
+	mu      sync.Mutex
+	status  map[int]int64
+	orders  []string
 }
 
 func (s *stats) record(code int) {
@@ -576,7 +576,11 @@ func (s *stats) byStatus() string {
 
 func (s *stats) ack(id string) { s.mu.Lock(); s.orders = append(s.orders, id); s.mu.Unlock() }
 
-func (s *stats) acked() []string { s.mu.Lock(); defer s.mu.Unlock(); return append([]string(nil), s.orders...) }
+func (s *stats) acked() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.orders...)
+}
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
