@@ -290,14 +290,12 @@ func goBuild(dir, bin string) error {
 
 // copyTree copies what building cmd/api needs.
 func copyTree(root, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
 	for _, p := range []string{"go.mod", "go.sum", "cmd", "internal", "db"} {
 		if out, err := exec.Command("cp", "-r", filepath.Join(root, p), filepath.Join(dst, p)).CombinedOutput(); err != nil {
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
-			if out, err = exec.Command("cp", "-r", filepath.Join(root, p), filepath.Join(dst, p)).CombinedOutput(); err != nil {
-				return fmt.Errorf("copy %s: %v %s", p, err, out)
-			}
+			return fmt.Errorf("copy %s: %v %s", p, err, out)
 		}
 	}
 	return nil
