@@ -75,7 +75,7 @@ func TestRunFailsWithOneClearLine(t *testing.T) {
 		{"unreachable, migrate", env("DATABASE_URL", unreachable), []string{"migrate", "status"}, "database unreachable"},
 		{"unreachable, actor", env("DATABASE_URL", unreachable), []string{"actor", "create", "--name", "A", "--role", "staff"}, "database unreachable"},
 		{"unreachable, seed", env("DATABASE_URL", unreachable), []string{"seed"}, "database unreachable"},
-		{"migrate sideways", env("DATABASE_URL", unreachable), []string{"migrate", "sideways"}, "usage: api migrate up|down|status"},
+		{"migrate sideways", env("DATABASE_URL", unreachable), []string{"migrate", "sideways"}, "usage: api migrate up [--force-contract] | down | status"},
 		{"actor without create", env(), []string{"actor"}, "usage: api actor create"},
 		{"actor unknown flag", env("DATABASE_URL", unreachable), []string{"actor", "create", "--colour", "red"}, "actor create: flag provided but not defined: -colour"},
 		{"actor extra argument", env("DATABASE_URL", unreachable), []string{"actor", "create", "--name", "A", "extra"}, `actor create: unexpected argument "extra"`},
