@@ -52,7 +52,7 @@ mkdir -p "$cache"
 if [ "${REBUILD:-0}" = 1 ]; then
 	log "REBUILD=1: removing cached rootfs and local images"
 	rm -f "$rootfs_tar"
-	docker image rm -f "$haproxy_image" "$pgbouncer_image" "$runtime_image" "$go_image" "$postgres_image" "$base_image" >/dev/null 2>&1 || true
+	docker image rm -f "$prefix/postgres-pgbackrest:15" "$haproxy_image" "$pgbouncer_image" "$runtime_image" "$go_image" "$postgres_image" "$base_image" >/dev/null 2>&1 || true
 fi
 
 # Debian sources as apt on this host has them: "URI SUITE" lines, Packages indexes only.
@@ -143,15 +143,26 @@ for name in haproxy pgbouncer; do
 	up_to_date "${!image_var}" "$hash" || build "${!image_var}" "$hash" "$dir"
 done
 
+# ---- profile `backup` (deploy/backup/, docs/backup.md, ADR 0018) ----------
+# PostgreSQL with Debian's pgbackrest (2.45), built FROM the PostgreSQL image
+# above: the archiver and the restore cluster run the same server binaries as
+# the data directory they handle. PGBACKREST_IMAGE names it.
+pgbackrest_image=$prefix/postgres-pgbackrest:15
+pgbr_dir=$here/local-images/pgbackrest
+pgbr_hash=$(printf '%s' "$(image_id "$postgres_image")" | cat - "$pgbr_dir/Dockerfile" | inputs_hash)
+up_to_date "$pgbackrest_image" "$pgbr_hash" ||
+	build "$pgbackrest_image" "$pgbr_hash" --build-arg "POSTGRES_IMAGE=$postgres_image" "$pgbr_dir"
+# ---- end of profile `backup` ----------------------------------------------
+
 # Leftovers: replaced images (derived ones first), and intermediate stages
 # built FROM the base image, which carry its label.
-current=" $(image_id "$haproxy_image") $(image_id "$pgbouncer_image") $(image_id "$runtime_image") $(image_id "$go_image") $(image_id "$postgres_image") $base_id "
+current=" $(image_id "$pgbackrest_image") $(image_id "$haproxy_image") $(image_id "$pgbouncer_image") $(image_id "$runtime_image") $(image_id "$go_image") $(image_id "$postgres_image") $base_id "
 for id in "${stale[@]}"; do
 	[ -z "$id" ] || [[ $current == *" $id "* ]] || docker image rm "$id" >/dev/null 2>&1 || true
 done
 docker image prune -f --filter "label=ordersvc.local.inputs=$base_hash" >/dev/null
 
-log "ready: $base_image $postgres_image $go_image $runtime_image $haproxy_image $pgbouncer_image"
+log "ready: $base_image $postgres_image $go_image $runtime_image $haproxy_image $pgbouncer_image $pgbackrest_image"
 # Ryuk's image cannot be pulled either. With a local engine, the host override
 # keeps testcontainers on loopback: where /.dockerenv exists it would otherwise
 # take the default gateway for the Docker host.
@@ -162,6 +173,7 @@ export GO_IMAGE=$go_image
 export RUNTIME_IMAGE=$runtime_image
 export HAPROXY_IMAGE=$haproxy_image
 export PGBOUNCER_IMAGE=$pgbouncer_image
+export PGBACKREST_IMAGE=$pgbackrest_image
 export TESTCONTAINERS_RYUK_DISABLED=true
 EOF
 case ${DOCKER_HOST:-unix://} in unix://*) echo 'export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1' ;; esac
