@@ -109,7 +109,7 @@ logs: ## Follow the service's logs in the compose stack.
 
 .PHONY: down
 down: ## Stop the compose stack (the profile `scale` too) and drop its volume.
-	$(COMPOSE) --profile scale down -v
+	$(COMPOSE) --profile scale down -v --remove-orphans
 
 # ---- profile `backup`: WAL archiving and pgBackRest backups (docs/backup.md)
 # The stack's file plus the override that makes PostgreSQL archive its WAL.

@@ -24,12 +24,23 @@
 # [empty: a free port Docker picks], ORDERS_PER_PHASE [30], CLIENTS [4],
 # PG_ARCHIVE_TIMEOUT [60s], and the image overrides the compose files read
 # (POSTGRES_IMAGE, PGBACKREST_IMAGE, GO_IMAGE, ...).
+#
+# DRILL_RESTORE=end or =backup runs a naive restore instead, to show that the
+# drill catches it: `end` restores without a target (all archived WAL: the
+# orders of C come back), `backup` only to the end of the newest backup
+# (--type=immediate: the orders of B are missing). Both must fail.
 set -Eeuo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-ordersvc-restore-drill}
 export API_BIND=127.0.0.1 API_PORT=${API_PORT-}
 orders_per_phase=${ORDERS_PER_PHASE:-30}
+case ${DRILL_RESTORE:=time} in
+time) restore_target=() ;; # set once the target time is known
+end) restore_target=() ;;
+backup) restore_target=(--type=immediate --target-action=promote) ;;
+*) echo "DRILL_RESTORE=$DRILL_RESTORE: want time, end or backup" >&2; exit 2 ;;
+esac
 clients=${CLIENTS:-4}
 
 if [ -n "${COMPOSE:-}" ]; then
@@ -163,6 +174,7 @@ say "$orders_per_phase orders acknowledged; differential backup took $(since "$t
 step "B: $orders_per_phase orders, then the target time"
 place B
 target=$(sql postgres "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00'")
+[ "$DRILL_RESTORE" != time ] || restore_target=(--type=time "--target=$target" --target-action=promote)
 say "$orders_per_phase orders acknowledged; target time $target"
 
 step "C: $orders_per_phase orders after the target, and their WAL into the repository"
@@ -183,10 +195,10 @@ repo_bytes=$(docker exec "$(container backup)" du -sb /var/lib/pgbackrest | cut 
 wal_count=$(docker exec "$(container backup)" sh -c 'find /var/lib/pgbackrest/archive -type f -name "0000*" | wc -l')
 say "repository on disk: $((repo_bytes / 1024)) KiB ($wal_count WAL segments archived, compressed)"
 
-step "restore to $target into a fresh cluster (postgres-pitr)"
+step "restore to $target into a fresh cluster (postgres-pitr; ${restore_target[*]:-no target: naive variant $DRILL_RESTORE})"
 t=$(now)
 "${compose[@]}" --profile restore run --rm --no-deps --user postgres postgres-pitr \
-	pgbackrest --type=time "--target=$target" --target-action=promote --archive-mode=off restore \
+	pgbackrest "${restore_target[@]}" --archive-mode=off restore \
 	>"$tmp/restore.log" 2>&1 || { cat "$tmp/restore.log"; fail "pgbackrest restore"; }
 restore_files=$(since "$t")
 grep -E 'restore backup set|restore size' "$tmp/restore.log" | sed 's/^/  /' || true
