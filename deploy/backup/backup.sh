@@ -21,13 +21,13 @@ log() { printf '%s backup: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
 die() { log "error: $*" >&2; exit 2; }
 
 seconds() {
+	n=${1%[smhd]}
+	case $n in '' | *[!0-9]*) die "not a duration: '$1' (a number with s, m, h or d)" ;; esac
 	case $1 in
-	*[!0-9smhd]* | '' | [smhd]*) die "not a duration: '$1' (a number with s, m, h or d)" ;;
-	*d) echo $((${1%d} * 86400)) ;;
-	*h) echo $((${1%h} * 3600)) ;;
-	*m) echo $((${1%m} * 60)) ;;
-	*s) echo "${1%s}" ;;
-	*) echo "$1" ;;
+	*d) echo $((n * 86400)) ;;
+	*h) echo $((n * 3600)) ;;
+	*m) echo $((n * 60)) ;;
+	*) echo "$n" ;;
 	esac
 }
 
