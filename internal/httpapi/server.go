@@ -324,9 +324,27 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		g := &authGate{ResponseWriter: w, s: s, r: r}
+		defer g.recoverPanic()
 		next.ServeHTTP(g, r)
 		g.decide() // a handler that wrote nothing still answers only after the check
 	})
+}
+
+// recoverPanic answers a handler's panic from inside the gate: the 500
+// goes through the gate like any answer, so a refused token check still
+// answers 401 (observe's recovery, outside the gate, would send the 500
+// before the check was settled). A panic after the handler began its
+// response ends that response as observe would.
+func (g *authGate) recoverPanic() {
+	rec := recover()
+	if rec == nil {
+		return
+	}
+	if rec == http.ErrAbortHandler || g.wrote {
+		panic(rec)
+	}
+	g.s.log.ErrorContext(g.r.Context(), "panic serving request", "panic", rec)
+	g.s.writeProblem(g, g.r, problem(domain.CodeInternal, "an internal error occurred"))
 }
 
 // authGate holds a response back until the request's token check is
@@ -344,6 +362,7 @@ type authGate struct {
 	r       *http.Request
 	decided bool
 	refused bool
+	wrote   bool // the handler began its response
 }
 
 func (g *authGate) decide() {
@@ -366,6 +385,7 @@ func (g *authGate) decide() {
 }
 
 func (g *authGate) WriteHeader(code int) {
+	g.wrote = true
 	g.decide()
 	if !g.refused {
 		g.ResponseWriter.WriteHeader(code)
@@ -373,6 +393,7 @@ func (g *authGate) WriteHeader(code int) {
 }
 
 func (g *authGate) Write(b []byte) (int, error) {
+	g.wrote = true
 	g.decide()
 	if g.refused {
 		return len(b), nil
