@@ -57,7 +57,7 @@ func TestPanicInsideAHandlerAnswersAfterTheTokenCheck(t *testing.T) {
 	if r.Status != http.StatusInternalServerError || r.Code() != "internal" {
 		t.Errorf("active actor, panicking handler: %d %s, want 500 internal", r.Status, r.Body)
 	}
-	if (strings.Contains(string(r.Body), "a bug in a use case") || strings.Contains(string(r.Body), "goroutine")) {
+	if strings.Contains(string(r.Body), "a bug in a use case") || strings.Contains(string(r.Body), "goroutine") {
 		t.Errorf("the 500 body carries internals: %s", r.Body)
 	}
 }
