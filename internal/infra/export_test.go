@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -56,4 +58,22 @@ func GetOrderStepwise(ctx context.Context, repos app.Repositories, id uuid.UUID)
 // Sign is the webhook-signature header that deliveries carry (see sign).
 func Sign(keys [][]byte, id, timestamp string, body []byte) string {
 	return sign(keys, id, timestamp, body)
+}
+
+// CommitUnsent opens a transaction on pool and commits it before any
+// statement was sent, as a use case that decided to do nothing would.
+// naive is the commit before it refused a pending token check: with
+// nothing sent, it answered success at once.
+func CommitUnsent(ctx context.Context, pool *pgxpool.Pool, naive bool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	tx := newTxPipe(conn, poolGuards(pool), pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	defer tx.rollback(context.WithoutCancel(ctx))
+	if naive && tx.begin != "" && tx.deferred.Len() == 0 {
+		return nil
+	}
+	return tx.commit(ctx)
 }

@@ -192,10 +192,13 @@ func (t *pipe) atCommit(call func(db dbsqlc.DBTX) error) {
 	t.deferred.add(call)
 }
 
-// commit sends the deferred statements and COMMIT in one round trip.
+// commit sends the deferred statements and COMMIT in one round trip. A
+// request's pending token check goes with them (SendBatch), so a refused
+// check fails the commit; a transaction that sent nothing still sends the
+// check, with BEGIN and COMMIT, rather than answer on the cache's word.
 func (t *pipe) commit(ctx context.Context) error {
-	if t.begin != "" && t.deferred.Len() == 0 {
-		return nil // nothing was ever sent: there is no transaction
+	if t.begin != "" && t.deferred.Len() == 0 && app.PendingAuthCheck(ctx) == nil {
+		return nil // nothing was ever sent and nothing is to be checked: there is no transaction
 	}
 	b := t.deferred
 	t.deferred = batch{}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
@@ -191,5 +192,46 @@ func TestOutboxAppendCommitsWithTheTransaction(t *testing.T) {
 	}
 	if n := e.QueryInt(`SELECT count(*) FROM outbox_events WHERE aggregate_id = $1`, ev.AggregateID); n != 1 {
 		t.Fatalf("%d events after a commit, want 1", n)
+	}
+}
+
+// TestCommitSettlesAPendingTokenCheck: a transaction that sent nothing
+// still answers only on the database's word about the caller's token. Its
+// commit carries the pending check (ADR 0005) and fails when the check is
+// refused; the naive commit, which had nothing to send and answered success
+// at once, lets a deactivated actor's request succeed on the cache's word.
+func TestCommitSettlesAPendingTokenCheck(t *testing.T) {
+	t.Parallel()
+	e := testkit.New(t)
+	ctx := context.Background()
+	customer := e.NewActor("customer", 0)
+	auth := e.App.Authenticate
+	pending := func() context.Context {
+		actx, _, err := auth.Handle(ctx, customer.Token) // the cache learns the token on the first call
+		if err != nil {
+			t.Fatalf("authenticate: %v", err)
+		}
+		app.AuthCheckOf(actx).Recheck() // as after a wait: the next round trip reads the token again
+		if app.PendingAuthCheck(actx) == nil {
+			t.Fatal("the check is not pending")
+		}
+		return actx
+	}
+	if err := infra.CommitUnsent(pending(), e.Pool, false); err != nil {
+		t.Fatalf("active actor: commit with a pending check: %v", err)
+	}
+	e.Exec(`UPDATE actors SET active = false WHERE id = $1`, customer.ID)
+	for _, naive := range []bool{true, false} { // naive first: a refused check makes the cache forget the token
+		ctx := pending()
+		err := infra.CommitUnsent(ctx, e.Pool, naive)
+		refused := errors.Is(err, app.ErrUnauthenticated) && app.AuthCheckOf(ctx).Refused()
+		switch {
+		case !naive && !refused:
+			t.Errorf("deactivated actor: commit answered %v, want the refused check's unauthenticated", err)
+		case naive && refused:
+			t.Errorf("naive commit refused too (%v): the test cannot tell the two apart", err)
+		case naive:
+			t.Logf("naive commit: %v, check still pending: %v", err, app.PendingAuthCheck(ctx) != nil)
+		}
 	}
 }
