@@ -94,7 +94,10 @@ func (c *OutboxConfig) defaults() {
 	}
 }
 
-// finishTimeout bounds the statements that record a delivery's outcome. They
+// finishTimeout bounds every statement of the dispatcher: the claim, the
+// reaper's, and those that record a delivery's outcome. Behind PgBouncer
+// while PostgreSQL is down, a statement waits in PgBouncer's queue and no
+// server-side timeout runs; this deadline ends it. The outcomes' statements
 // run on a context that survives shutdown, so that an outcome already known
 // is not lost when the dispatcher is stopped.
 const finishTimeout = 5 * time.Second
@@ -473,6 +476,8 @@ func (d *Dispatcher) release(ctx context.Context, c Claim, evs []Delivery) error
 // dispatcher died or stalled. An event whose attempts are used up goes dead
 // instead, so that an event that crashes every dispatcher stops circulating.
 func (d *Dispatcher) Reap(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, finishTimeout) // bounded like every statement of the dispatcher
+	defer cancel()
 	rows, err := d.q.OutboxReap(ctx, d.pool, dbsqlc.OutboxReapParams{
 		MaxAttempts: int32(d.cfg.MaxAttempts), ClaimTimeoutSeconds: d.cfg.ClaimTimeout.Seconds(),
 	})

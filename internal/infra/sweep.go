@@ -28,6 +28,9 @@ type sweep struct {
 	// (ordersvc_<name>_last_success_timestamp_seconds): an alert sees a
 	// sweep that stopped making progress even when it deletes nothing.
 	lastRound prometheus.Gauge
+	// deadline bounds each batch (backgroundDeadline); zero, only in the
+	// test that shows what it prevents, leaves a batch unbounded.
+	deadline time.Duration
 }
 
 // sweepBatch runs one batch's statements in tx: it takes the sweep's
@@ -50,7 +53,8 @@ func newSweep(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, n
 		lastRound: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ordersvc_" + strings.ReplaceAll(name, " ", "_") + "_last_success_timestamp_seconds",
 			Help: "When a round of the " + name + " last ran to its end without an error (Unix seconds; 0: not yet). A replica that found another one sweeping counts.",
-		})}
+		}),
+		deadline: backgroundDeadline(pool)}
 	if reg != nil {
 		reg.MustRegister(s.deleted, s.lastRound)
 	}
@@ -101,8 +105,15 @@ func (s sweep) round(ctx context.Context, batch sweepBatch) (int64, error) {
 
 // batch runs one batch in its own transaction, with the pool's guards in
 // force like every other transaction (they ride with BEGIN, so they hold
-// behind PgBouncer too).
+// behind PgBouncer too), within the sweep's deadline: a batch queued in
+// PgBouncer while PostgreSQL is down gives up after it, not after
+// PgBouncer's 120 s.
 func (s sweep) batch(ctx context.Context, from time.Time, run sweepBatch) (n int64, last time.Time, locked bool, err error) {
+	if s.deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.deadline)
+		defer cancel()
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, from, false, fmt.Errorf("%s batch: begin: %w", s.name, translate(err))
