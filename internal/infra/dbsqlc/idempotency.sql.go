@@ -49,7 +49,7 @@ SET state            = 'completed',
     response_status  = $1,
     response_headers = $2,
     response_body    = $3,
-    expires_at       = clock_timestamp() + make_interval(secs => $4::float8)
+    expires_at       = statement_timestamp() + make_interval(secs => $4::float8)
 WHERE actor_id = $5 AND operation = $6 AND key = $7
 `
 
@@ -64,9 +64,12 @@ type IdempotencyCompleteParams struct {
 }
 
 // The record's life (IDEMPOTENCY_TTL) counts from its completion, not from
-// its claim: clock_timestamp() is the moment this statement runs, just
-// before COMMIT, while now() is the transaction's start. A request that ran
-// longer than the TTL is still replayable for the whole TTL after it ended.
+// its claim: statement_timestamp() is when this statement reached the
+// server, sent with COMMIT at the request's end, while now() is the
+// transaction's start. A request that ran longer than the TTL is still
+// replayable for the whole TTL after it ended. (statement_timestamp(), not
+// clock_timestamp(): one value for the whole statement, as in every
+// engine that speaks PostgreSQL's SQL.)
 func (q *Queries) IdempotencyComplete(ctx context.Context, db DBTX, arg IdempotencyCompleteParams) error {
 	_, err := db.Exec(ctx, idempotencyComplete,
 		arg.ResponseStatus,
@@ -117,17 +120,19 @@ func (q *Queries) IdempotencyGet(ctx context.Context, db DBTX, arg IdempotencyGe
 }
 
 const idempotencyPurgeExpired = `-- name: IdempotencyPurgeExpired :one
-WITH gone AS (
-    DELETE FROM idempotency_keys
-    WHERE ctid = ANY (ARRAY(
-            SELECT k.ctid
-            FROM idempotency_keys k
-            WHERE k.expires_at <= now() AND k.expires_at >= $1::timestamptz
-            ORDER BY k.expires_at
-            LIMIT $2::int
-            FOR UPDATE SKIP LOCKED))
-      AND expires_at <= now()
-    RETURNING expires_at
+WITH picked AS (
+    SELECT k.actor_id, k.operation, k.key
+    FROM idempotency_keys k
+    WHERE k.expires_at <= now() AND k.expires_at >= $1::timestamptz
+    ORDER BY k.expires_at
+    LIMIT $2::int
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM idempotency_keys d
+    USING picked p
+    WHERE d.actor_id = p.actor_id AND d.operation = p.operation AND d.key = p.key
+      AND d.expires_at <= now()
+    RETURNING d.expires_at
 )
 SELECT count(*) AS deleted, COALESCE(max(gone.expires_at), $1::timestamptz)::timestamptz AS last_expiry
 FROM gone
@@ -147,8 +152,10 @@ type IdempotencyPurgeExpiredRow struct {
 // and returns how many, and the latest expiry among them.
 // SKIP LOCKED: a record that an in-flight request holds (it is reclaiming an
 // expired key) is left alone, so the purge never waits on a request, and a
-// request waits on the purge for one batch at most. The outer expiry check
-// repeats the guard on the row version actually deleted.
+// request waits on the purge for one batch at most. The rows picked are
+// deleted by their primary key (no physical row address, which only
+// PostgreSQL has), and the outer expiry check repeats the guard on the row
+// version actually deleted.
 // @from_expiry is a keyset cursor: the previous batch's latest expiry. It
 // keeps each batch from rescanning the index entries of rows that earlier
 // batches deleted, so a batch costs the same at the end of a long purge as
