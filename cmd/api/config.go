@@ -90,7 +90,7 @@ var settings = []setting{
 	{"READ_DATABASE_URL", "", func(c *config, v string) error { c.ReadDatabaseURL = v; return nil }},
 	{"HTTP_ADDR", ":8080", func(c *config, v string) error { c.HTTPAddr = v; return nil }},
 	{"IDEMPOTENCY_TTL", "24h", durationInto(func(c *config) *time.Duration { return &c.IdempotencyTTL })},
-	{"IDEMPOTENCY_WAIT", "5s", durationInto(func(c *config) *time.Duration { return &c.IdempotencyWait })},
+	{"IDEMPOTENCY_WAIT", "5s", guardInto(func(c *config) *time.Duration { return &c.IdempotencyWait })},
 	{"CLEANUP_INTERVAL", "1m", durationInto(func(c *config) *time.Duration { return &c.CleanupInterval })},
 	{"OUTBOX_WEBHOOK_URL", "", func(c *config, v string) error {
 		u, err := url.Parse(v)
@@ -129,9 +129,9 @@ var settings = []setting{
 		c.DBMaxConns = int32(n)
 		return nil
 	}},
-	{"DB_STATEMENT_TIMEOUT", "10s", durationInto(func(c *config) *time.Duration { return &c.DBStatementTimeout })},
-	{"DB_LOCK_TIMEOUT", "2s", durationInto(func(c *config) *time.Duration { return &c.DBLockTimeout })},
-	{"DB_IDLE_IN_TX_TIMEOUT", "30s", durationInto(func(c *config) *time.Duration { return &c.DBIdleInTxTimeout })},
+	{"DB_STATEMENT_TIMEOUT", "10s", guardInto(func(c *config) *time.Duration { return &c.DBStatementTimeout })},
+	{"DB_LOCK_TIMEOUT", "2s", guardInto(func(c *config) *time.Duration { return &c.DBLockTimeout })},
+	{"DB_IDLE_IN_TX_TIMEOUT", "30s", guardInto(func(c *config) *time.Duration { return &c.DBIdleInTxTimeout })},
 	{"REQUEST_TIMEOUT", "15s", durationInto(func(c *config) *time.Duration { return &c.RequestTimeout })},
 	{"SHUTDOWN_TIMEOUT", "20s", durationInto(func(c *config) *time.Duration { return &c.ShutdownTimeout })},
 	{"SHUTDOWN_DRAIN", "0s", func(c *config, v string) error {
@@ -176,14 +176,40 @@ type errSecret struct{ err error }
 
 func (e errSecret) Error() string { return e.err.Error() }
 
+// durationInto parses a duration of at least 1ms: none of the intervals,
+// timeouts and periods of the service means anything shorter, and a period
+// of nanoseconds would make its worker spin.
 func durationInto(field func(*config) *time.Duration) func(*config, string) error {
 	return func(c *config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return fmt.Errorf("not a duration such as 5s or 24h")
 		}
-		if d <= 0 {
-			return fmt.Errorf("must be positive")
+		if d < time.Millisecond {
+			return fmt.Errorf("must be at least 1ms")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// maxGuard is the longest timeout PostgreSQL accepts (statement_timeout,
+// lock_timeout, idle_in_transaction_session_timeout are int milliseconds).
+const maxGuard = 2_147_483_647 * time.Millisecond
+
+// guardInto parses a duration that the service sends to PostgreSQL as a
+// guard timeout, in whole milliseconds: from 1ms to 2,147,483,647ms (about
+// 596h). Outside that, PostgreSQL would refuse the setting on every
+// transaction (above) or the millisecond rendering would turn it into 0,
+// which switches the guard off (below 1ms), so it is refused at start.
+func guardInto(field func(*config) *time.Duration) func(*config, string) error {
+	return func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("not a duration such as 5s or 24h")
+		}
+		if d < time.Millisecond || d > maxGuard || d%time.Millisecond != 0 {
+			return fmt.Errorf("a PostgreSQL timeout: must be whole milliseconds from 1ms to 2147483647ms (about 596h)")
 		}
 		*field(c) = d
 		return nil

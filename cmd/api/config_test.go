@@ -87,3 +87,39 @@ func TestTracingSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsOutOfBoundsAreRefusedAtStart: a value its consumer would
+// refuse or misread is refused at start, with one line naming the
+// setting. Before the bounds, DB_LOCK_TIMEOUT=600h started and PostgreSQL
+// then refused it on every transaction (every /v1 request answered 422, the
+// purge and retention stopped), and 500us was sent as 0, which switches the
+// guard off.
+func TestSettingsOutOfBoundsAreRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []struct{ name, value string }{
+		{"DB_LOCK_TIMEOUT", "600h"},
+		{"DB_LOCK_TIMEOUT", "500us"},
+		{"DB_LOCK_TIMEOUT", "1500us"},
+		{"DB_STATEMENT_TIMEOUT", "2147483648ms"},
+		{"DB_IDLE_IN_TX_TIMEOUT", "0.5ms"},
+		{"IDEMPOTENCY_WAIT", "600h"},
+		{"CLEANUP_INTERVAL", "1ns"},
+		{"OUTBOX_POLL_INTERVAL", "10us"},
+		{"OUTBOX_BATCH_SIZE", "1001"},
+		{"DB_MAX_CONNS", "2147483648"},
+	} {
+		_, err := loadConfig(env("DATABASE_URL", "postgres://x@localhost/db", bad.name, bad.value), true)
+		if err == nil || !strings.HasPrefix(err.Error(), bad.name+"=") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s=%s: %v, want one line naming the setting", bad.name, bad.value, err)
+		}
+	}
+	for _, good := range []struct{ name, value string }{
+		{"DB_LOCK_TIMEOUT", "1ms"},
+		{"DB_STATEMENT_TIMEOUT", "2147483647ms"},
+		{"DB_IDLE_IN_TX_TIMEOUT", "596h"},
+	} {
+		if _, err := loadConfig(env("DATABASE_URL", "postgres://x@localhost/db", good.name, good.value), true); err != nil {
+			t.Errorf("%s=%s refused: %v", good.name, good.value, err)
+		}
+	}
+}

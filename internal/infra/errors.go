@@ -30,12 +30,18 @@ const (
 // translate maps driver errors to the errors the application switches on, in
 // one place: unique and check violations become domain outcomes, no rows
 // becomes not found, a data exception (class 22: a value the database will
-// not store) becomes domain.ErrValueRejected, and an unreachable or
+// not store) in a statement that carries the caller's values becomes
+// domain.ErrValueRejected (never one in the service's own settings, see
+// settingError), and an unreachable or
 // overloaded database becomes app.ErrUnavailable. Everything else passes
 // through unchanged. The driver's error stays in the chain for the log.
 func translate(err error) error {
 	if err == nil {
 		return nil
+	}
+	var own settingError
+	if errors.As(err, &own) {
+		return err // the server's own misconfiguration: an internal error, never the caller's
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.ErrNotFound
@@ -75,6 +81,26 @@ func translate(err error) error {
 		return errors.Join(app.ErrUnavailable, err)
 	}
 	return err
+}
+
+// settingError is PostgreSQL's refusal of a setting the service sends on
+// its own (the guards, the key wait's lock_timeout). A data exception there
+// (class 22, e.g. 22023 for a timeout over 2,147,483,647 ms) says nothing
+// about the caller's request, so translate leaves it an internal error
+// instead of making it validation_failed. Configuration refuses such values
+// at start; this is the backstop.
+type settingError struct{ err error }
+
+func (e settingError) Error() string { return "the server refused one of the service's settings: " + e.err.Error() }
+func (e settingError) Unwrap() error { return e.err }
+
+// ownSetting marks err, from a statement that carries only the service's
+// settings, as a settingError.
+func ownSetting(err error) error {
+	if err == nil {
+		return nil
+	}
+	return settingError{err}
 }
 
 // isNoRows says whether a query found no row, before translation.

@@ -46,3 +46,34 @@ func TestDataExceptionsAreCallerErrors(t *testing.T) {
 		t.Errorf("%d products written, want 0", n)
 	}
 }
+
+// TestServerSettingsRefusedAreNotCallerErrors: a guard PostgreSQL refuses
+// (a lock_timeout over its 2,147,483,647 ms, SQLSTATE 22023, class 22) is
+// the server's own misconfiguration, not something a caller sent: it must
+// not answer validation_failed, which tells the caller to change the
+// request. Configuration refuses such values at start (cmd/api); this is
+// the backstop for a pool opened with one all the same. Before the guards'
+// errors were told apart, every request on such a pool answered 422.
+func TestServerSettingsRefusedAreNotCallerErrors(t *testing.T) {
+	t.Parallel()
+	pool, err := infra.NewPool(context.Background(), infra.PoolConfig{
+		URL: testkit.DB(t), MaxConns: 2,
+		StatementTimeout: 15 * time.Second, LockTimeout: 600 * time.Hour, IdleInTxTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	runner := infra.NewRunner(pool, testkit.Logger(t), prometheus.NewRegistry(), infra.RetryPolicy{MaxAttempts: 2},
+		infra.KeyConfig{TTL: time.Hour, Wait: time.Second, LockTimeout: 3 * time.Second})
+	err = runner.InTx(context.Background(), app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+		_, err := tx.Products().Get(ctx, uuid.New())
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "22023") {
+		t.Fatalf("a transaction with lock_timeout 600h: %v, want PostgreSQL's refusal (22023)", err)
+	}
+	if code := domain.ErrorCode(err); code != "" {
+		t.Errorf("the server's own refused setting has the caller's code %q, want none (an internal error): the caller's request was fine", code)
+	}
+}

@@ -134,12 +134,12 @@ func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time,
 	var rec *dbsqlc.IdempotencyGetRow
 	wait, restore := waitLeft(deadline), ms(s.keys.LockTimeout)
 	var b batch
-	b.add(func(db dbsqlc.DBTX) error { return s.q.IdempotencySetLockTimeout(ctx, db, wait) })
+	b.add(func(db dbsqlc.DBTX) error { return ownSetting(s.q.IdempotencySetLockTimeout(ctx, db, wait)) })
 	b.add(func(db dbsqlc.DBTX) (err error) {
 		claimed, err = claim(db)
 		return err
 	})
-	b.add(func(db dbsqlc.DBTX) error { return s.q.IdempotencySetLockTimeout(ctx, db, restore) })
+	b.add(func(db dbsqlc.DBTX) error { return ownSetting(s.q.IdempotencySetLockTimeout(ctx, db, restore)) })
 	queueCheck(ctx, &b)
 	b.add(func(db dbsqlc.DBTX) error {
 		row, err := s.q.IdempotencyGet(ctx, db, dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value})

@@ -104,7 +104,7 @@ func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		t.begin, t.begun = "", true
 	}
 	if guarded {
-		first.add(func(db dbsqlc.DBTX) error { return queries.GuardsSet(ctx, db, t.guards.params) })
+		first.add(func(db dbsqlc.DBTX) error { return ownSetting(queries.GuardsSet(ctx, db, t.guards.params)) })
 	}
 	if check != nil {
 		first.add(func(db dbsqlc.DBTX) error { return settle(ctx, db, check) })
