@@ -22,12 +22,16 @@ COPY . .
 # BuildKit cache mounts it would not be reused anyway.
 # ordersvc_build_info's labels: the context has no .git, so the version and
 # revision come as build args (docker build --build-arg REVISION=$(git rev-parse HEAD)).
+# The demo webhook receiver rides in the same image (the compose stack runs it
+# with entrypoint /webhook-receiver): one build for both.
 ARG VERSION
 ARG REVISION
-RUN go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.revision=${REVISION}" -o /out/api ./cmd/api && go clean -cache
+RUN go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.revision=${REVISION}" -o /out/api ./cmd/api && \
+    go build -trimpath -ldflags='-s -w' -o /out/webhook-receiver ./examples/webhook-receiver && go clean -cache
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/api /api
+COPY --from=build /out/webhook-receiver /webhook-receiver
 USER 65532:65532
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["/api", "healthcheck"]

@@ -104,8 +104,8 @@ actor: ## Create one actor: make actor ARGS='--name Ada --role staff' (prints JS
 	@$(call api,actor create $(ARGS))
 
 .PHONY: logs
-logs: ## Follow the service's logs in the compose stack.
-	$(COMPOSE) logs -f --tail=100 api
+logs: ## Follow the service's logs and the demo webhook receiver's (each event it accepts) in the compose stack.
+	$(COMPOSE) logs -f --tail=100 api webhook-receiver
 
 .PHONY: down
 down: ## Stop the compose stack (the profile `scale` too) and drop its volume.

@@ -38,7 +38,7 @@ cleanup() {
 	if [ "$rc" != 0 ]; then
 		printf '\n== smoke test failed (exit %s); stack state and logs:\n' "$rc" >&2
 		"${compose[@]}" ps -a >&2 || true
-		"${compose[@]}" logs --no-color --tail=300 migrate api >&2 || true
+		"${compose[@]}" logs --no-color --tail=300 migrate api webhook-receiver >&2 || true
 		"${compose[@]}" logs --no-color --tail=50 postgres >&2 || true
 	fi
 	"${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
@@ -137,6 +137,15 @@ pass "stock taken once (10 -> 8)"
 code=$(call edit PATCH "/v1/products/$product_id" "$staff" '{"price_cents":1300}' 'If-Match: "v1"')
 expect_status 200 "$code" edit
 pass "price edited with the product's first ETag after a sale"
+
+step "the order's event at the demo webhook receiver"
+deadline=$(($(date +%s) + 30))
+until "${compose[@]}" logs --no-color webhook-receiver 2>/dev/null | grep -q "msg=event .*type=order.placed .*$order_id"; do
+	[ "$(date +%s)" -lt "$deadline" ] ||
+		fail "the receiver logged no order.placed for $order_id within 30s: $("${compose[@]}" logs --no-color --tail=20 webhook-receiver 2>&1)"
+	sleep 1
+done
+pass "webhook-receiver verified the signed order.placed of $order_id and logged it"
 
 step "metrics"
 code=$(call metrics GET /metrics "")

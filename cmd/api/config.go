@@ -26,8 +26,14 @@ type config struct {
 	IdempotencyTTL     time.Duration
 	IdempotencyWait    time.Duration
 	CleanupInterval    time.Duration
-	OutboxWebhookURL   string
-	LogLevel           slog.Level
+	// OutboxWebhookURL is where events are delivered. Unset (and not
+	// OutboxLogOnly): this process runs no dispatcher and events stay
+	// pending for a process that has one.
+	OutboxWebhookURL string
+	// OutboxLogOnly (OUTBOX_WEBHOOK_URL=log, demos only) marks each event
+	// delivered in the log instead of sending it.
+	OutboxLogOnly bool
+	LogLevel      slog.Level
 
 	OutboxPollInterval time.Duration
 	OutboxBatchSize    int
@@ -93,9 +99,13 @@ var settings = []setting{
 	{"IDEMPOTENCY_WAIT", "5s", guardInto(func(c *config) *time.Duration { return &c.IdempotencyWait })},
 	{"CLEANUP_INTERVAL", "1m", durationInto(func(c *config) *time.Duration { return &c.CleanupInterval })},
 	{"OUTBOX_WEBHOOK_URL", "", func(c *config, v string) error {
+		if v == "log" {
+			c.OutboxLogOnly = true
+			return nil
+		}
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("not an absolute http or https URL")
+			return fmt.Errorf("not an absolute http or https URL, or log")
 		}
 		c.OutboxWebhookURL = v
 		return nil

@@ -353,7 +353,14 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	return func() { _ = srv.Close() }, nil
 }
 
-// startWorkers starts the background workers, the outbox dispatcher, the
+// runsDispatcher says whether this process delivers outbox events: only
+// with OUTBOX_WEBHOOK_URL set, to a URL or to log. A replica started
+// without it must not claim events it cannot deliver: it would mark them
+// delivered and the receiver would never see them.
+func runsDispatcher(c config) bool { return c.OutboxWebhookURL != "" || c.OutboxLogOnly }
+
+// startWorkers starts the background workers, the outbox dispatcher (when
+// runsDispatcher; its metrics are registered either way), the
 // idempotency purge and the outbox retention, and returns a channel closed when all of them have
 // stopped. They stop when ctx ends; the dispatcher first releases the events
 // it holds. tp, when not nil, traces each delivery.
@@ -364,7 +371,11 @@ func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg
 	purger := infra.NewPurger(pool, log, reg, infra.PurgeConfig{Interval: c.CleanupInterval})
 	retention := infra.NewOutboxRetention(pool, log, reg, infra.RetentionConfig{Retention: c.OutboxRetention, Interval: c.CleanupInterval})
 	var wg sync.WaitGroup
-	wg.Go(func() { dispatcher.Run(ctx) })
+	if runsDispatcher(c) {
+		wg.Go(func() { dispatcher.Run(ctx) })
+	} else {
+		log.Warn("OUTBOX_WEBHOOK_URL is not set: this process runs no outbox dispatcher; events stay pending until a process with one delivers them (the backlog is in ordersvc_outbox_pending_events)")
+	}
 	wg.Go(func() { purger.Run(ctx) })
 	wg.Go(func() { retention.Run(ctx) })
 	done := make(chan struct{})

@@ -80,8 +80,12 @@ SET state      = CASE WHEN e.attempts >= @max_attempts::int THEN 'dead' ELSE 'pe
 WHERE e.id = ANY (ARRAY(SELECT id FROM stale))
 RETURNING e.id, e.state;
 
--- name: OutboxOldestPendingAgeSeconds :one
-SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at)), 0)::float8 AS age
+-- name: OutboxPendingBacklog :one
+-- The backlog, read at scrape time: how many events are pending and how old
+-- the oldest is (0 when none). Both from the partial index on pending
+-- events, whose size is the backlog's.
+SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at)), 0)::float8 AS age,
+       count(*)::bigint AS pending
 FROM outbox_events
 WHERE state = 'pending';
 

@@ -29,7 +29,9 @@ import (
 // environment variables.
 type OutboxConfig struct {
 	// WebhookURL receives each event as a POST. Empty: events are logged
-	// and marked delivered.
+	// and marked delivered (OUTBOX_WEBHOOK_URL=log, for demos). A process
+	// whose OUTBOX_WEBHOOK_URL is unset builds a dispatcher for its metrics
+	// but never runs it (cmd/api).
 	WebhookURL string
 	// PollInterval is the pause between claims when no full batch was due [500ms].
 	PollInterval time.Duration
@@ -153,9 +155,11 @@ func NewDispatcher(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Register
 // counted, for another replica or the next start to deliver.
 func (d *Dispatcher) Run(ctx context.Context) {
 	defer d.sink.close()
+	d.metrics.running.Set(1)
+	defer d.metrics.running.Set(0)
 	where := d.cfg.WebhookURL
 	if where == "" {
-		where = "the log (OUTBOX_WEBHOOK_URL is not set)"
+		where = "the log (OUTBOX_WEBHOOK_URL=log: events are marked delivered, never sent)"
 	}
 	d.log.Info("outbox dispatcher started", "target", redactURL(where), "batch", d.cfg.BatchSize,
 		"concurrency", d.cfg.Concurrency, "poll", d.cfg.PollInterval, "signing_keys", len(d.cfg.Secrets))
@@ -514,7 +518,8 @@ type outboxMetrics struct {
 	failed    *prometheus.CounterVec
 	dead      prometheus.Counter
 	reaped    prometheus.Counter
-	oldest    prometheus.Collector
+	backlog   prometheus.Collector
+	running   prometheus.Gauge
 }
 
 func newOutboxMetrics(pool *pgxpool.Pool) *outboxMetrics {
@@ -535,36 +540,45 @@ func newOutboxMetrics(pool *pgxpool.Pool) *outboxMetrics {
 			Name: "ordersvc_outbox_reaped_total",
 			Help: "Outbox events whose claim expired and that the reaper gave back.",
 		}),
-		oldest: &oldestPending{pool: pool, q: dbsqlc.New(), desc: prometheus.NewDesc(
-			"ordersvc_outbox_oldest_pending_age_seconds",
-			"Age of the oldest pending outbox event (0 when none), read from the database at scrape time.", nil, nil)},
+		backlog: &backlog{pool: pool, q: dbsqlc.New(),
+			age: prometheus.NewDesc("ordersvc_outbox_oldest_pending_age_seconds",
+				"Age of the oldest pending outbox event (0 when none), read from the database at scrape time.", nil, nil),
+			pending: prometheus.NewDesc("ordersvc_outbox_pending_events",
+				"Outbox events waiting for delivery, read from the database at scrape time.", nil, nil)},
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersvc_outbox_dispatcher_running",
+			Help: "1 while this process runs the outbox dispatcher; 0 when OUTBOX_WEBHOOK_URL is unset (events wait for a process that has one).",
+		}),
 	}
 }
 
 func (m *outboxMetrics) register(reg prometheus.Registerer) {
 	m.failed.WithLabelValues("transient") // present from the start, at zero
 	m.failed.WithLabelValues("permanent")
-	reg.MustRegister(m.delivered, m.failed, m.dead, m.reaped, m.oldest)
+	reg.MustRegister(m.delivered, m.failed, m.dead, m.reaped, m.backlog, m.running)
 }
 
-// oldestPending computes its gauge at scrape time, so that its cost follows
+// backlog computes its gauges at scrape time, so that their cost follows
 // the scrape interval rather than the number of replicas and their polls.
-// When the database does not answer in time, the series is left out of the
-// scrape rather than reported as a made-up value.
-type oldestPending struct {
-	pool *pgxpool.Pool
-	q    *dbsqlc.Queries
-	desc *prometheus.Desc
+// They describe the database, not this process: a replica that runs no
+// dispatcher (OUTBOX_WEBHOOK_URL unset) shows the backlog too. When the
+// database does not answer in time, the series are left out of the scrape
+// rather than reported as made-up values.
+type backlog struct {
+	pool         *pgxpool.Pool
+	q            *dbsqlc.Queries
+	age, pending *prometheus.Desc
 }
 
-func (o *oldestPending) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
+func (b *backlog) Describe(ch chan<- *prometheus.Desc) { ch <- b.age; ch <- b.pending }
 
-func (o *oldestPending) Collect(ch chan<- prometheus.Metric) {
+func (b *backlog) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	age, err := o.q.OutboxOldestPendingAgeSeconds(ctx, o.pool)
+	r, err := b.q.OutboxPendingBacklog(ctx, b.pool)
 	if err != nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(b.age, prometheus.GaugeValue, r.Age)
+	ch <- prometheus.MustNewConstMetric(b.pending, prometheus.GaugeValue, float64(r.Pending))
 }

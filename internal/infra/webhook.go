@@ -181,7 +181,7 @@ func retryAfter(h string) time.Duration {
 type logSink struct{ log *slog.Logger }
 
 func (s logSink) send(ctx context.Context, ev Delivery) result {
-	s.log.InfoContext(ctx, "outbox event (no OUTBOX_WEBHOOK_URL set)", "event_id", ev.ID, "type", ev.Type,
+	s.log.InfoContext(ctx, "outbox event (OUTBOX_WEBHOOK_URL=log: marked delivered, not sent)", "event_id", ev.ID, "type", ev.Type,
 		"aggregate_id", ev.AggregateID, "data", string(ev.Data))
 	return result{ok: true}
 }

@@ -244,17 +244,26 @@ func (q *Queries) OutboxMarkDelivered(ctx context.Context, db DBTX, arg OutboxMa
 	return result.RowsAffected(), nil
 }
 
-const outboxOldestPendingAgeSeconds = `-- name: OutboxOldestPendingAgeSeconds :one
-SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at)), 0)::float8 AS age
+const outboxPendingBacklog = `-- name: OutboxPendingBacklog :one
+SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(occurred_at)), 0)::float8 AS age,
+       count(*)::bigint AS pending
 FROM outbox_events
 WHERE state = 'pending'
 `
 
-func (q *Queries) OutboxOldestPendingAgeSeconds(ctx context.Context, db DBTX) (float64, error) {
-	row := db.QueryRow(ctx, outboxOldestPendingAgeSeconds)
-	var age float64
-	err := row.Scan(&age)
-	return age, err
+type OutboxPendingBacklogRow struct {
+	Age     float64
+	Pending int64
+}
+
+// The backlog, read at scrape time: how many events are pending and how old
+// the oldest is (0 when none). Both from the partial index on pending
+// events, whose size is the backlog's.
+func (q *Queries) OutboxPendingBacklog(ctx context.Context, db DBTX) (OutboxPendingBacklogRow, error) {
+	row := db.QueryRow(ctx, outboxPendingBacklog)
+	var i OutboxPendingBacklogRow
+	err := row.Scan(&i.Age, &i.Pending)
+	return i, err
 }
 
 const outboxReap = `-- name: OutboxReap :many
