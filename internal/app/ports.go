@@ -233,6 +233,11 @@ type Key struct {
 	Operation   string
 	Value       string
 	Fingerprint [32]byte
+	// Previous is the request's fingerprint under its operation's previous
+	// canonical form while that form is still accepted (zero when there is
+	// none): a record written before the form changed matches it and
+	// replays. One array, not a list, so that a Key stays comparable.
+	Previous [32]byte
 }
 
 // KeyStore keeps idempotency records in the caller's transaction.

@@ -312,9 +312,10 @@ func FuzzFingerprint(f *testing.F) {
 		if upper {
 			spelled = "/v1/products/" + strings.ToUpper(id.String()) + "/stock-adjustments"
 		}
-		const pattern = "/v1/products/{id}/stock-adjustments"
-		fp := func(path, param string, cmd any) [32]byte {
-			sum, err := fingerprint(routed("POST", path, pattern, "id", param), cmd)
+		// The handler parses the path's id (pathID) into the command.
+		fp := func(_, param string, cmd app.AdjustStockCommand) [32]byte {
+			cmd.ProductID = uuid.MustParse(param)
+			sum, _, err := fingerprints(fingerprintForms, "adjustStock", cmd)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -352,9 +353,8 @@ func FuzzFingerprint(f *testing.F) {
 		q := func(v int64) domain.Quantity { return domain.Quantity(v%1000 + 1) }
 		p1 := app.PlaceOrderCommand{Lines: []domain.LineRequest{{ProductID: id, Quantity: q(q1)}, {ProductID: other, Quantity: q(q2)}}}
 		p2 := app.PlaceOrderCommand{Lines: []domain.LineRequest{{ProductID: id, Quantity: q(q2)}, {ProductID: other, Quantity: q(q1)}}}
-		r := routed("POST", "/v1/orders", "/v1/orders")
-		h1, _ := fingerprint(r, p1)
-		h2, _ := fingerprint(r, p2)
+		h1, _, _ := fingerprints(fingerprintForms, "placeOrder", p1)
+		h2, _, _ := fingerprints(fingerprintForms, "placeOrder", p2)
 		if (h1 == h2) != reflect.DeepEqual(p1, p2) {
 			t.Fatalf("placements %v and %v: equal hashes %v", p1, p2, h1 == h2)
 		}

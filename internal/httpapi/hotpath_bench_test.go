@@ -70,24 +70,22 @@ func benchPlaceCommand() app.PlaceOrderCommand {
 // BenchmarkFingerprint is the canonical form and SHA-256 of a three-line
 // placement: computed for every keyed write.
 func BenchmarkFingerprint(b *testing.B) {
-	r := routed("POST", "/v1/orders", "/v1/orders")
 	cmd := benchPlaceCommand()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := fingerprint(r, cmd); err != nil {
+		if _, _, err := fingerprints(fingerprintForms, "placeOrder", cmd); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkFingerprintWithPathParams adds the route parameters (cancel).
+// BenchmarkFingerprintWithPathParams is a cancel: an id and an If-Match set.
 func BenchmarkFingerprintWithPathParams(b *testing.B) {
 	id := "01a237b6-85a5-7acf-9996-41632f2c0246"
-	r := routed("POST", "/v1/orders/"+id+"/cancel", "/v1/orders/{id}/cancel", "id", id)
 	cmd := app.CancelOrderCommand{ID: uuid.MustParse(id), Expected: []domain.Version{3}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := fingerprint(r, cmd); err != nil {
+		if _, _, err := fingerprints(fingerprintForms, "cancelOrder", cmd); err != nil {
 			b.Fatal(err)
 		}
 	}

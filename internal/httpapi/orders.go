@@ -97,7 +97,7 @@ func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cmd := app.PlaceOrderCommand{Lines: lines}
-	key, err := idempotencyKey(r, pr, "placeOrder", keyRequired, cmd)
+	key, err := s.idempotencyKey(r, pr, "placeOrder", keyRequired, cmd)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func transition[C any](s *Server, w http.ResponseWriter, r *http.Request, operat
 	pr := principal(r)
 	pre := parseIfMatch(r.Header.Values("If-Match"))
 	cmd := command(id, pre.versions)
-	key, err := idempotencyKey(r, pr, operation, keyAccepted, cmd)
+	key, err := s.idempotencyKey(r, pr, operation, keyAccepted, cmd)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (s *Server) recordPayment(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cmd := app.RecordPaymentCommand{OrderID: id, Amount: amount}
-	key, err := idempotencyKey(r, pr, "recordPayment", keyRequired, cmd)
+	key, err := s.idempotencyKey(r, pr, "recordPayment", keyRequired, cmd)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (s *Server) recordRefund(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cmd := app.RecordRefundCommand{OrderID: id, Refund: refund}
-	key, err := idempotencyKey(r, pr, "recordRefund", keyRequired, cmd)
+	key, err := s.idempotencyKey(r, pr, "recordRefund", keyRequired, cmd)
 	if err != nil {
 		return err
 	}
@@ -286,7 +286,7 @@ func (s *Server) deactivateActor(w http.ResponseWriter, r *http.Request) error {
 	}
 	pr := principal(r)
 	cmd := app.DeactivateActorCommand{ID: id}
-	key, err := idempotencyKey(r, pr, "deactivateActor", keyAccepted, cmd)
+	key, err := s.idempotencyKey(r, pr, "deactivateActor", keyAccepted, cmd)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func (s *Server) createProduct(w http.ResponseWriter, r *http.Request) error {
 		cmd.Stock = *in.Stock
 	}
 	pr := principal(r)
-	key, err := idempotencyKey(r, pr, "createProduct", keyAccepted, cmd)
+	key, err := s.idempotencyKey(r, pr, "createProduct", keyAccepted, cmd)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Server) updateProduct(w http.ResponseWriter, r *http.Request) error {
 	// whose first response was lost replays its 200 instead of a 409.
 	pre := parseIfMatch(r.Header.Values("If-Match"))
 	cmd := app.UpdateProductCommand{ID: id, Expected: pre.versions, Name: in.Name, PriceCents: in.PriceCents}
-	key, err := idempotencyKey(r, pr, "updateProduct", keyAccepted, cmd)
+	key, err := s.idempotencyKey(r, pr, "updateProduct", keyAccepted, cmd)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cmd := app.AdjustStockCommand{ProductID: id, Delta: *in.Delta, Reason: *in.Reason}
-	key, err := idempotencyKey(r, pr, "adjustStock", keyRequired, cmd)
+	key, err := s.idempotencyKey(r, pr, "adjustStock", keyRequired, cmd)
 	if err != nil {
 		return err
 	}

@@ -72,12 +72,16 @@ type Server struct {
 	tracing        trace.TracerProvider
 	// metricsHere says whether GET /metrics is one of the routes.
 	metricsHere bool
+	// forms are the canonical forms of the keyed operations' fingerprints
+	// (fingerprintForms; a test swaps them to move a form to its next
+	// version).
+	forms map[string][]fingerprintForm
 }
 
 // NewServer builds the handler with every route of the API (see routes.go).
 func NewServer(d Deps) *Server {
 	s := &Server{app: d.App, ready: d.Ready, admit: d.Admit, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
-		requestTimeout: d.RequestTimeout, tracing: d.TracerProvider, metricsHere: !d.MetricsElsewhere}
+		requestTimeout: d.RequestTimeout, tracing: d.TracerProvider, metricsHere: !d.MetricsElsewhere, forms: fingerprintForms}
 	s.router = s.routes()
 	return s
 }

@@ -91,7 +91,9 @@ func translate(err error) error {
 // at start; this is the backstop.
 type settingError struct{ err error }
 
-func (e settingError) Error() string { return "the server refused one of the service's settings: " + e.err.Error() }
+func (e settingError) Error() string {
+	return "the server refused one of the service's settings: " + e.err.Error()
+}
 func (e settingError) Unwrap() error { return e.err }
 
 // ownSetting marks err, from a statement that carries only the service's

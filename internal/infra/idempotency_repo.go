@@ -94,7 +94,7 @@ func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) 
 			return nil, nil
 		}
 	}
-	if !bytes.Equal(rec.Fingerprint, k.Fingerprint[:]) {
+	if !sameRequest(rec.Fingerprint, k) {
 		return nil, app.ErrKeyReused
 	}
 	if rec.State != "completed" || !rec.ResponseStatus.Valid {
@@ -207,4 +207,11 @@ func (s keyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) error 
 		return nil
 	}
 	return translate(s.q.IdempotencyComplete(ctx, s.db, p))
+}
+
+// sameRequest says whether a stored fingerprint is k's request: under its
+// operation's current canonical form, or under the previous one while it is
+// still accepted (a record written before the form changed).
+func sameRequest(stored []byte, k app.Key) bool {
+	return bytes.Equal(stored, k.Fingerprint[:]) || (k.Previous != [32]byte{} && bytes.Equal(stored, k.Previous[:]))
 }

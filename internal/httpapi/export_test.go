@@ -1,0 +1,23 @@
+package httpapi
+
+// MoveFormToNextVersion makes s answer as a later release in which the
+// canonical form of operation moved to its next version (other member
+// names, so every fingerprint changes). keepPrevious lists the form it
+// replaced as earlier, as the release does for one IDEMPOTENCY_TTL;
+// without it, s is a release that dropped the previous form.
+func MoveFormToNextVersion(s *Server, operation string, keepPrevious bool) {
+	forms := make(map[string][]fingerprintForm, len(s.forms))
+	for op, fs := range s.forms {
+		forms[op] = fs
+	}
+	cur := s.forms[operation][0]
+	next := fingerprintForm{version: cur.version + 1, of: func(command any) (canonical, error) {
+		in, err := cur.of(command)
+		return canonical{"renamed": in}, err
+	}}
+	forms[operation] = []fingerprintForm{next}
+	if keepPrevious {
+		forms[operation] = append(forms[operation], cur)
+	}
+	s.forms = forms
+}
