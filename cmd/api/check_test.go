@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ordersvc/ordersvc/internal/infra"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
 // TestCheckCommandReportsACorruptedBalance: on a database where every
-// balance matches its orders, `api check` prints nothing and succeeds; after
+// balance matches its orders, `api check` prints its one ok line and succeeds; after
 // two balances are corrupted behind the service's back, it prints one line
 // for each, naming the customer and both figures, and fails (exit 1).
 func TestCheckCommandReportsACorruptedBalance(t *testing.T) {
@@ -30,19 +31,20 @@ func TestCheckCommandReportsACorruptedBalance(t *testing.T) {
 	}
 
 	out, err := runCmd(t, getenv, "check")
-	if err != nil || out != "" {
-		t.Fatalf("check on a sound database: %v %q", err, out)
+	if err != nil || !strings.HasPrefix(out, "ok: all ") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("check on a sound database: %v %q, want one ok line", err, out)
 	}
 
 	e.Exec(`UPDATE actors SET balance_cents = 700 WHERE id = $1`, customers[0].ID)
 	e.Exec(`UPDATE orders SET paid_cents = 100 WHERE customer_id = $1`, customers[2].ID) // as if a payment skipped the balance
 	out, err = runCmd(t, getenv, "check")
-	if err == nil || !strings.Contains(err.Error(), "2 finding") {
-		t.Errorf("check on a corrupted database returned %v, want an error counting 2 findings", err)
+	// Three: the two balances, and the order whose paid_cents no payment explains.
+	if err == nil || !strings.Contains(err.Error(), "3 finding") {
+		t.Errorf("check on a corrupted database returned %v, want an error counting 3 findings", err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("check printed %d lines, want 2:\n%s", len(lines), out)
+	if len(lines) != 3 {
+		t.Fatalf("check printed %d lines, want 3:\n%s", len(lines), out)
 	}
 	want := []struct{ id, stored, owed string }{
 		{customers[0].ID, "balance_cents 700", "owe 1000"},
@@ -72,7 +74,7 @@ func TestCheckCommandReportsAProductWithoutStockLevel(t *testing.T) {
 	getenv := env("DATABASE_URL", e.URL)
 	product := e.NewProduct(250, 100)
 	e.NewProduct(300, 5)
-	if out, err := runCmd(t, getenv, "check"); err != nil || out != "" {
+	if out, err := runCmd(t, getenv, "check"); err != nil || !strings.HasPrefix(out, "ok: all ") {
 		t.Fatalf("check on a sound database: %v %q", err, out)
 	}
 	e.Exec(`DELETE FROM stock_levels WHERE product_id = $1`, product)
@@ -86,7 +88,7 @@ func TestCheckCommandReportsAProductWithoutStockLevel(t *testing.T) {
 }
 
 // TestCheckCommandReportsCorruptedRefunds: on a database whose refunds all
-// hold, `api check` prints nothing; after one order is refunded beyond what
+// hold, `api check` prints its ok line; after one order is refunded beyond what
 // it was paid and another's refunded_cents drifts from its refund rows,
 // behind the service's back, it prints one refund_beyond_paid and one
 // refund_sum line, each naming its order and figures, and fails.
@@ -113,7 +115,7 @@ func TestCheckCommandReportsCorruptedRefunds(t *testing.T) {
 		}
 		orders = append(orders, id)
 	}
-	if out, err := runCmd(t, getenv, "check"); err != nil || out != "" {
+	if out, err := runCmd(t, getenv, "check"); err != nil || !strings.HasPrefix(out, "ok: all ") {
 		t.Fatalf("check on a sound database: %v %q", err, out)
 	}
 
@@ -139,5 +141,83 @@ func TestCheckCommandReportsCorruptedRefunds(t *testing.T) {
 	}
 	if strings.Contains(out, orders[1]) {
 		t.Errorf("check reported the sound order %s:\n%s", orders[1], out)
+	}
+}
+
+// checkCorruptions breaks a sound database in one way per kind of finding.
+// Each gets the ids of a sound database: a customer who owes 700 of a
+// 1,000 order (300 paid), its product, and a second order of theirs.
+var checkCorruptions = map[string]struct {
+	sql  []string
+	what string // the finding's line contains it
+}{
+	"balance":        {[]string{`UPDATE actors SET balance_cents = balance_cents + 1 WHERE id = @customer`}, "balance_cents 1201"},
+	"credit_limit":   {[]string{`UPDATE actors SET credit_limit_cents = 1000 WHERE id = @customer`}, "owes 1200, over their credit limit of 1000"},
+	"paid":           {[]string{`INSERT INTO payments (id, order_id, actor_id, amount_cents) VALUES (gen_random_uuid(), @order, @customer, 50)`}, "paid_cents 300 but its payments sum to 350"},
+	"total":          {[]string{`UPDATE order_lines SET quantity = quantity + 1 WHERE order_id = @order`}, "total_cents 1000 but its lines sum to 1250"},
+	"staff":          {[]string{`UPDATE actors SET active = false WHERE role = 'staff'`}, "no active staff actor"},
+	"stock":          {[]string{`DELETE FROM stock_levels WHERE product_id = @product`}, "has no stock level"},
+	"negative_stock": {[]string{`ALTER TABLE stock_levels DROP CONSTRAINT stock_levels_stock_nonnegative`, `UPDATE stock_levels SET stock = -2 WHERE product_id = @product`}, "has stock -2, below zero"},
+	// Refunds are staff's on a cancelled order; the corruptions go around
+	// the guard (TestCheckCommandReportsCorruptedRefunds has more).
+	"refund_beyond_paid": {[]string{`UPDATE orders SET refunded_cents = 100 WHERE id = @order`,
+		`INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason) VALUES (gen_random_uuid(), @order, @staff, 100, 'x')`},
+		"(placed) has refunded_cents 100 but paid_cents 300"},
+	"refund_sum": {[]string{`INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason) VALUES (gen_random_uuid(), @order, @staff, 50, 'x')`},
+		"has refunded_cents 0 but its refunds sum to 50"},
+	"order_event": {[]string{
+		`DELETE FROM outbox_events WHERE type = 'order.placed' AND aggregate_id IN (@order, @older)`,
+		// An order older than OUTBOX_RETENTION may have lost its delivered event: no finding.
+		`UPDATE orders SET created_at = now() - interval '169 hours' WHERE id = @older`,
+	}, "has no order.placed event"},
+}
+
+// TestCheckFindsEachCorruption: for every kind of finding, a sound database
+// broken in that one way makes `api check` print exactly one line, of that
+// kind, naming what is wrong, and fail; before, a payment that paid_cents
+// does not reflect, or no active staff, passed with exit 0. Every kind
+// Check knows has its corruption here.
+func TestCheckFindsEachCorruption(t *testing.T) {
+	t.Parallel()
+	for _, kind := range infra.CheckKinds() {
+		if _, ok := checkCorruptions[kind]; !ok {
+			t.Errorf("kind %q has no corruption test in checkCorruptions", kind)
+		}
+	}
+	for kind, c := range checkCorruptions {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			e := testkit.New(t)
+			getenv := env("DATABASE_URL", e.URL)
+			product := e.NewProduct(250, 100)
+			customer := e.NewActor("customer", 2_000)
+			place := func(qty int, key string) string {
+				r := e.Do("POST", "/v1/orders", customer.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": qty}}},
+					"Idempotency-Key", key)
+				if r.Status != http.StatusCreated {
+					t.Fatalf("place: %d %s", r.Status, r.Body)
+				}
+				return r.String("id")
+			}
+			order, older := place(4, "a"), place(2, "b")
+			if r := e.Do("POST", "/v1/orders/"+order+"/payments", customer.Token, map[string]any{"amount_cents": 300}, "Idempotency-Key", "p"); r.Status != http.StatusCreated {
+				t.Fatalf("pay: %d %s", r.Status, r.Body)
+			}
+			if out, err := runCmd(t, getenv, "check"); err != nil || !strings.HasPrefix(out, "ok: all ") {
+				t.Fatalf("check on a sound database: %v %q", err, out)
+			}
+			for _, stmt := range c.sql {
+				stmt = strings.NewReplacer("@customer", "'"+customer.ID+"'", "@product", "'"+product+"'", "@staff", "'"+e.Staff.ID+"'",
+					"@order", "'"+order+"'", "@older", "'"+older+"'").Replace(stmt)
+				e.Exec(stmt)
+			}
+			out, err := runCmd(t, getenv, "check")
+			if err == nil || !strings.Contains(err.Error(), "1 finding") {
+				t.Errorf("check returned %v, want an error counting 1 finding", err)
+			}
+			if !strings.HasPrefix(out, kind+": ") || strings.Count(out, "\n") != 1 || !strings.Contains(out, c.what) {
+				t.Errorf("check printed %q, want one %q line containing %q", out, kind, c.what)
+			}
+		})
 	}
 }

