@@ -56,6 +56,9 @@ func TestFingerprintGolden(t *testing.T) {
 	if g := slices.Sorted(maps.Keys(golden)); !slices.Equal(ops, g) {
 		t.Fatalf("operations with a form %v, with a golden fingerprint %v: add the golden line with the form", ops, g)
 	}
+	if k := slices.Sorted(slices.Values(keyedOperations)); !slices.Equal(ops, k) {
+		t.Fatalf("keyed operations %v, operations with a fingerprint form %v: a keyed operation needs its form (fingerprint.go)", k, ops)
+	}
 	for _, op := range ops {
 		cmd, ok := goldenCommands[op]
 		if !ok {
