@@ -176,7 +176,7 @@ func retryAfter(h string) time.Duration {
 	return 0
 }
 
-// logSink stands in for the webhook when OUTBOX_WEBHOOK_URL is not set: each
+// logSink stands in for the webhook when OUTBOX_WEBHOOK_URL=log: each
 // event is logged and counts as delivered.
 type logSink struct{ log *slog.Logger }
 

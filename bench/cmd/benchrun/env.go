@@ -118,6 +118,10 @@ func (e *env) ensureAPI(ctx context.Context, mode, dbURL string) error {
 		// per event; held back, the runs compare the placement path with
 		// pgbench's. The dispatch scenario runs it at its defaults.
 		env = append(env, "OUTBOX_POLL_INTERVAL=1h")
+	} else {
+		// Marked delivered in the log: the dispatcher's database work
+		// without a receiver (an unset URL runs no dispatcher at all).
+		env = append(env, "OUTBOX_WEBHOOK_URL=log")
 	}
 	env = append(env, e.o.apiEnv...)
 	env = append(env, e.cur.env...)
