@@ -57,8 +57,8 @@ func TestRunFailsWithOneClearLine(t *testing.T) {
 		want   string
 	}{
 		{"unparsable TTL", env("DATABASE_URL", db, "IDEMPOTENCY_TTL", "a day"), []string{"serve"}, `IDEMPOTENCY_TTL="a day": not a duration`},
-		{"zero wait", env("DATABASE_URL", db, "IDEMPOTENCY_WAIT", "0s"), []string{"serve"}, `IDEMPOTENCY_WAIT="0s": must be positive`},
-		{"negative interval", env("DATABASE_URL", db, "CLEANUP_INTERVAL", "-1m"), []string{"serve"}, `CLEANUP_INTERVAL="-1m": must be positive`},
+		{"zero wait", env("DATABASE_URL", db, "IDEMPOTENCY_WAIT", "0s"), []string{"serve"}, `IDEMPOTENCY_WAIT="0s": a PostgreSQL timeout: must be whole milliseconds from 1ms`},
+		{"negative interval", env("DATABASE_URL", db, "CLEANUP_INTERVAL", "-1m"), []string{"serve"}, `CLEANUP_INTERVAL="-1m": must be at least 1ms`},
 		{"unit-less duration", env("DATABASE_URL", db, "SHUTDOWN_TIMEOUT", "20"), []string{"serve"}, `SHUTDOWN_TIMEOUT="20": not a duration`},
 		{"wait past statement timeout", env("DATABASE_URL", db, "IDEMPOTENCY_WAIT", "30s"), []string{"serve"}, "IDEMPOTENCY_WAIT (30s) must be shorter than DB_STATEMENT_TIMEOUT (10s)"},
 		{"log level", env("DATABASE_URL", db, "LOG_LEVEL", "loud"), []string{"serve"}, `LOG_LEVEL="loud"`},
