@@ -396,17 +396,24 @@ func Metric(t testing.TB, reg *prometheus.Registry, name string, labels ...strin
 type withoutKeyLatch struct{ app.Transactor }
 
 // Check runs what `api check` runs (infra.Check) on the test's database and
-// fails the test with one line per finding: every maintained balance must
-// equal the sum over its orders.
+// fails the test with one line per finding: every invariant and derived
+// value must hold.
 func (e *Env) Check() {
+	e.T.Helper()
+	for _, f := range e.Findings() {
+		e.T.Errorf("api check: %s", f)
+	}
+}
+
+// Findings returns what `api check` finds on the test's database, for a
+// test that expects some.
+func (e *Env) Findings() []infra.Finding {
 	e.T.Helper()
 	findings, err := infra.Check(context.Background(), e.Pool, infra.CheckOptions{})
 	if err != nil {
 		e.T.Fatalf("api check: %v", err)
 	}
-	for _, f := range findings {
-		e.T.Errorf("api check: %s", f)
-	}
+	return findings
 }
 
 // CheckAtEnd runs Check when the test ends, after everything it started has
