@@ -97,12 +97,15 @@ func (e settingError) Error() string {
 func (e settingError) Unwrap() error { return e.err }
 
 // ownSetting marks err, from a statement that carries only the service's
-// settings, as a settingError.
+// settings, as a settingError when it is the server refusing the value (a
+// data exception). Any other error (the connection, a cancellation) stays
+// as it is, for translate to map like any statement's.
 func ownSetting(err error) error {
-	if err == nil {
-		return nil
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, sqlDataExceptionClass) {
+		return settingError{err}
 	}
-	return settingError{err}
+	return err
 }
 
 // isNoRows says whether a query found no row, before translation.
