@@ -35,15 +35,42 @@ import (
 // (app.Key.Previous), and is removed in a later release, before the form
 // changes again. TestFingerprintGolden pins the current form of every
 // operation; its golden line changes with the version, deliberately.
+//
+// Version 0 (legacyForm) is how releases before canonical forms computed a
+// fingerprint: the route and the command's Go JSON. It is listed as the
+// previous form of every operation those releases had, so that a request
+// they recorded still replays when retried after the upgrade (the contract:
+// a retry across an upgrade replays, never 422). Remove the legacyForm
+// entries in a release shipped at least one IDEMPOTENCY_TTL after this one.
 var fingerprintForms = map[string][]fingerprintForm{
 	"createProduct": {formOf(1, func(c app.CreateProductCommand) canonical {
 		return canonical{"sku": c.SKU, "name": c.Name, "price_cents": c.PriceCents, "stock": c.Stock}
+	}), legacyForm("POST", "/v1/products", nil, func(c app.CreateProductCommand) any {
+		return struct {
+			SKU        string
+			Name       string
+			PriceCents int64
+			Stock      int64
+		}{c.SKU, c.Name, c.PriceCents, c.Stock}
 	})},
 	"updateProduct": {formOf(1, func(c app.UpdateProductCommand) canonical {
 		return canonical{"product_id": id(c.ID), "if_match": versionSet(c.Expected), "name": c.Name, "price_cents": c.PriceCents}
+	}), legacyForm("PATCH", "/v1/products/{id}", func(c app.UpdateProductCommand) uuid.UUID { return c.ID }, func(c app.UpdateProductCommand) any {
+		return struct {
+			ID         uuid.UUID
+			Expected   []int64
+			Name       *string
+			PriceCents *int64
+		}{c.ID, versionList(c.Expected), c.Name, c.PriceCents}
 	})},
 	"adjustStock": {formOf(1, func(c app.AdjustStockCommand) canonical {
 		return canonical{"product_id": id(c.ProductID), "delta": c.Delta, "reason": c.Reason}
+	}), legacyForm("POST", "/v1/products/{id}/stock-adjustments", func(c app.AdjustStockCommand) uuid.UUID { return c.ProductID }, func(c app.AdjustStockCommand) any {
+		return struct {
+			ProductID uuid.UUID
+			Delta     int64
+			Reason    string
+		}{c.ProductID, c.Delta, c.Reason}
 	})},
 	"placeOrder": {formOf(1, func(c app.PlaceOrderCommand) canonical {
 		lines := make([]canonical, len(c.Lines)) // in the order sent: it is the order's line order
@@ -51,21 +78,48 @@ var fingerprintForms = map[string][]fingerprintForm{
 			lines[i] = canonical{"product_id": id(l.ProductID), "quantity": int64(l.Quantity)}
 		}
 		return canonical{"lines": lines}
+	}), legacyForm("POST", "/v1/orders", nil, func(c app.PlaceOrderCommand) any {
+		type line struct {
+			ProductID uuid.UUID
+			Quantity  int32
+		}
+		lines := make([]line, len(c.Lines))
+		for i, l := range c.Lines {
+			lines[i] = line{l.ProductID, int32(l.Quantity)}
+		}
+		return struct{ Lines []line }{lines}
 	})},
 	"cancelOrder": {formOf(1, func(c app.CancelOrderCommand) canonical {
 		return canonical{"order_id": id(c.ID), "if_match": versionSet(c.Expected)}
+	}), legacyForm("POST", "/v1/orders/{id}/cancel", func(c app.CancelOrderCommand) uuid.UUID { return c.ID }, func(c app.CancelOrderCommand) any {
+		return struct {
+			ID       uuid.UUID
+			Expected []int64
+		}{c.ID, versionList(c.Expected)}
 	})},
 	"shipOrder": {formOf(1, func(c app.ShipOrderCommand) canonical {
 		return canonical{"order_id": id(c.ID), "if_match": versionSet(c.Expected)}
+	}), legacyForm("POST", "/v1/orders/{id}/ship", func(c app.ShipOrderCommand) uuid.UUID { return c.ID }, func(c app.ShipOrderCommand) any {
+		return struct {
+			ID       uuid.UUID
+			Expected []int64
+		}{c.ID, versionList(c.Expected)}
 	})},
 	"recordPayment": {formOf(1, func(c app.RecordPaymentCommand) canonical {
 		return canonical{"order_id": id(c.OrderID), "amount_cents": int64(c.Amount)}
+	}), legacyForm("POST", "/v1/orders/{id}/payments", func(c app.RecordPaymentCommand) uuid.UUID { return c.OrderID }, func(c app.RecordPaymentCommand) any {
+		return struct {
+			OrderID uuid.UUID
+			Amount  int64
+		}{c.OrderID, int64(c.Amount)}
 	})},
 	"recordRefund": {formOf(1, func(c app.RecordRefundCommand) canonical {
 		return canonical{"order_id": id(c.OrderID), "amount_cents": int64(c.Refund.Amount), "reason": c.Refund.Reason}
 	})},
 	"deactivateActor": {formOf(1, func(c app.DeactivateActorCommand) canonical {
 		return canonical{"actor_id": id(c.ID)}
+	}), legacyForm("POST", "/v1/actors/{id}/deactivate", func(c app.DeactivateActorCommand) uuid.UUID { return c.ID }, func(c app.DeactivateActorCommand) any {
+		return struct{ ID uuid.UUID }{c.ID}
 	})},
 }
 
@@ -76,10 +130,13 @@ var fingerprintForms = map[string][]fingerprintForm{
 // on the content only.
 type canonical map[string]any
 
-// fingerprintForm is one version of an operation's canonical form.
+// fingerprintForm is one version of an operation's canonical form: of
+// gives its content, or, for version 0 only, raw gives the exact bytes
+// the releases before canonical forms hashed.
 type fingerprintForm struct {
 	version int
 	of      func(command any) (canonical, error)
+	raw     func(command any) ([]byte, error)
 }
 
 // formOf is a form for the commands of type C.
@@ -96,6 +153,47 @@ func formOf[C any](version int, of func(C) canonical) fingerprintForm {
 
 // id is an id's canonical spelling.
 func id(v uuid.UUID) string { return v.String() }
+
+// legacyForm is version 0: what the releases before canonical forms
+// hashed, byte for byte. That was the method, the route pattern, the path
+// parameters sorted by name (chi's "*" of the /v1 subrouter, always empty,
+// then "id" in its canonical spelling when the route has one, given by
+// pathID) and encoding/json's output for the command struct of the time,
+// whose member names and order wire reproduces. Frozen: never edit it.
+func legacyForm[C any](method, pattern string, pathID func(C) uuid.UUID, wire func(C) any) fingerprintForm {
+	return fingerprintForm{version: 0, raw: func(command any) ([]byte, error) {
+		c, ok := command.(C)
+		if !ok {
+			var want C
+			return nil, fmt.Errorf("fingerprint form v0 takes %T, not %T", want, command)
+		}
+		body, err := json.Marshal(wire(c))
+		if err != nil {
+			return nil, err
+		}
+		b := append([]byte(method), 0)
+		b = append(b, pattern...)
+		b = append(b, "\x00*="...) // chi's empty wildcard parameter of the /v1 subrouter
+		if pathID != nil {
+			b = append(b, 0)
+			b = append(b, "id="+pathID(c).String()...)
+		}
+		b = append(b, 0)
+		return append(b, body...), nil
+	}}
+}
+
+// versionList is an If-Match list in the order sent, as version 0 kept it.
+func versionList(vs []domain.Version) []int64 {
+	if vs == nil {
+		return nil // null, as encoding/json wrote a nil list
+	}
+	out := make([]int64, len(vs))
+	for i, v := range vs {
+		out[i] = int64(v)
+	}
+	return out
+}
 
 // versionSet is an If-Match list as a set: sorted, each version once.
 func versionSet(vs []domain.Version) []int64 {
@@ -131,8 +229,12 @@ func (f fingerprintForm) sum(operation string, command any) ([32]byte, error) {
 	return sha256.Sum256(b), nil
 }
 
-// canonicalBytes is what is hashed: {"form":{"operation","version"},"input":…}.
+// canonicalBytes is what is hashed: {"form":{"operation","version"},"input":…}
+// (version 0: the bytes legacyForm gives).
 func (f fingerprintForm) canonicalBytes(operation string, command any) ([]byte, error) {
+	if f.raw != nil {
+		return f.raw(command)
+	}
 	input, err := f.of(command)
 	if err != nil {
 		return nil, err

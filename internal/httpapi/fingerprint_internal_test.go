@@ -77,6 +77,43 @@ func TestFingerprintGolden(t *testing.T) {
 	}
 }
 
+// goldenBeforeForms is the fingerprint the release before canonical forms
+// (35cbd62, where a fingerprint was the route and the command's Go JSON)
+// gave each golden command, computed by that release's own code. A
+// request it recorded must still replay when retried after the upgrade.
+var goldenBeforeForms = map[string]string{
+	"createProduct":   "aaed6601330588e4ff24f35296f17c25bad07528d2b4521d32c5e01b8f9bba5e",
+	"updateProduct":   "8c48d79b156b0b3492bb01dbd1489be05b23aca36e8bcb411576457eeebc71e7",
+	"adjustStock":     "e7a119bdcc06790efeb21a6051b29ac44789b9f6593d7b90c088916606cb4114",
+	"placeOrder":      "04df681f82caf70501bb04c0915eab244770f0614e93ab3133b62fba627de266",
+	"cancelOrder":     "20639d989eaf1e7e82eb780dc30f900e1e6b45f6db15ec20258be53c127c358c",
+	"shipOrder":       "04c8f04193cc706a600d2b956adee958223edee46736526ec647ad39d29de7d2",
+	"recordPayment":   "74ce2c7b0c91d10f68df193da658b1385f0f8bbd4d92555d9ec5732e1df198fc",
+	"deactivateActor": "e602ee16b2be177df2e4e6210499b96111eecd34fe7ab50152b721e5fc3cb247",
+}
+
+// TestFingerprintOfThePreviousReleaseIsStillAccepted: for every operation
+// the release before canonical forms had, the previous form (version 0)
+// gives the very fingerprint that release stored, so a retry across the
+// upgrade matches its record (app.Key.Previous) and replays instead of
+// answering 422. The naive variant, the canonical form alone, matches none.
+func TestFingerprintOfThePreviousReleaseIsStillAccepted(t *testing.T) {
+	t.Parallel()
+	for op, want := range goldenBeforeForms {
+		cur, previous, err := fingerprints(fingerprintForms, op, goldenCommands[op])
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if got := hex.EncodeToString(previous[:]); got != want {
+			b, _ := fingerprintForms[op][len(fingerprintForms[op])-1].canonicalBytes(op, goldenCommands[op])
+			t.Errorf("%s: previous fingerprint %s, the previous release stored %s; hashed:\n%q", op, got, want, b)
+		}
+		if hex.EncodeToString(cur[:]) == want {
+			t.Errorf("%s: the canonical form equals the previous release's: the test cannot tell the forms apart", op)
+		}
+	}
+}
+
 // TestFingerprintIfMatchIsASet: an If-Match list is a set (RFC 9110
 // §13.1.1): the order of its tags and a repeated tag do not change the
 // fingerprint; another set does.
