@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
@@ -91,8 +93,8 @@ type setting struct {
 }
 
 var settings = []setting{
-	{"DATABASE_URL", "", func(c *config, v string) error { c.DatabaseURL = v; return nil }},
-	{"MIGRATE_DATABASE_URL", "", func(c *config, v string) error { c.MigrateDatabaseURL = v; return nil }},
+	{"DATABASE_URL", "", databaseURLInto(func(c *config) *string { return &c.DatabaseURL })},
+	{"MIGRATE_DATABASE_URL", "", databaseURLInto(func(c *config) *string { return &c.MigrateDatabaseURL })},
 	{"READ_DATABASE_URL", "", func(c *config, v string) error { c.ReadDatabaseURL = v; return nil }},
 	{"HTTP_ADDR", ":8080", func(c *config, v string) error { c.HTTPAddr = v; return nil }},
 	{"IDEMPOTENCY_TTL", "24h", durationInto(func(c *config) *time.Duration { return &c.IdempotencyTTL })},
@@ -185,6 +187,20 @@ var settings = []setting{
 type errSecret struct{ err error }
 
 func (e errSecret) Error() string { return e.err.Error() }
+
+// databaseURLInto takes a connection string that pgx can parse, so that a
+// malformed one is refused at start under its own variable's name (not as
+// DATABASE_URL when MIGRATE_DATABASE_URL was wrong). The value may hold a
+// password: the error does not repeat it.
+func databaseURLInto(field func(*config) *string) func(*config, string) error {
+	return func(c *config, v string) error {
+		if _, err := pgxpool.ParseConfig(v); err != nil {
+			return errSecret{errors.New("not a PostgreSQL connection string (postgres://user:pass@host:5432/db?sslmode=disable)")}
+		}
+		*field(c) = v
+		return nil
+	}
+}
 
 // durationInto parses a duration of at least 1ms: none of the intervals,
 // timeouts and periods of the service means anything shorter, and a period

@@ -123,3 +123,20 @@ func TestSettingsOutOfBoundsAreRefusedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedDatabaseURLsAreRefusedUnderTheirOwnName: a connection string
+// pgx cannot parse stops the start with one line naming the variable that
+// holds it (before, a bad MIGRATE_DATABASE_URL was reported as
+// DATABASE_URL), and the line never repeats the value, which may hold a
+// password.
+func TestMalformedDatabaseURLsAreRefusedUnderTheirOwnName(t *testing.T) {
+	t.Parallel()
+	const good, bad = "postgres://x@localhost/db", "postgres://u:s3cret@%%%/db"
+	for _, name := range []string{"DATABASE_URL", "MIGRATE_DATABASE_URL"} {
+		vars := []string{"DATABASE_URL", good, name, bad}
+		_, err := loadConfig(env(vars...), true)
+		if err == nil || !strings.HasPrefix(err.Error(), name+": ") || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s malformed: %v, want one line naming %s without the value", name, err, name)
+		}
+	}
+}
