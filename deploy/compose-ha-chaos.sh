@@ -158,11 +158,14 @@ dups = len(stored) - len(set(stored)) + max(0, len(stored) - len(res["acknowledg
 events_lost = sum(1 for o in stored if not counts.get(o))
 ghosts = sum(1 for o in counts if o not in all_orders)
 per = [len(counts.get(o, [])) for o in stored]
-print(f"{phase}: acknowledged {len(res[\"acknowledged\"])}, stored {len(stored)}, lost {lost}, duplicates {dups}, "
-      f"keys {keys}, keys in progress {inprog}, write outage {res[\"write_outage_seconds\"]:.1f} s, "
-      f"503s {res[\"answers_503\"]}, broken connections {res[\"broken_connections\"]}, other {res[\"other_statuses\"]}, "
-      f"p50 {res[\"p50_ms\"]:.0f} ms, p99 {res[\"p99_ms\"]:.0f} ms, {res[\"placements_per_second\"]:.1f} placements/s, "
-      f"events per order {min(per, default=0)}..{max(per, default=0)}, events lost {events_lost}, events for missing orders {ghosts}, api check {check}")
+print("%s: acknowledged %d, stored %d, lost %d, duplicates %d, keys %d, keys in progress %d, "
+      "write outage %.1f s, 503s %d, broken connections %d, other %s, p50 %.0f ms, p99 %.0f ms "
+      "(begun after the outage %.0f ms), %.1f placements/s, events per order %d..%d, events lost %d, "
+      "events for missing orders %d, api check %s" % (
+      phase, len(res["acknowledged"]), len(stored), lost, dups, keys, inprog,
+      res["write_outage_seconds"], res["answers_503"], res["broken_connections"], res["other_statuses"],
+      res["p50_ms"], res["p99_ms"], res["p99_after_outage_ms"], res["placements_per_second"],
+      min(per, default=0), max(per, default=0), events_lost, ghosts, check))
 bad = lost or dups or inprog or events_lost or ghosts or check != "ok" or (keys >= 0 and keys != len(stored))
 sys.exit(1 if bad else 0)
 ' "$phase" "$work" "$check" || failed=1
