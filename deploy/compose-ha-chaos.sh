@@ -19,7 +19,8 @@
 #
 # Environment: COMPOSE_PROJECT_NAME [ordersvc-ha-chaos], HA_PORT [18589],
 # CHAOS_RECEIVER_PORT [18588], CHAOS_PHASES ["kill switchover degraded"],
-# CHAOS_LOAD_SECONDS [25], CHAOS_FAULT_AFTER [6] (seconds into the load).
+# CHAOS_LOAD_SECONDS [25], CHAOS_FAULT_AFTER [6] (seconds into the load),
+# CHAOS_BUILD=0 (use API_IMAGE as it is, no build).
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,18 +60,24 @@ go build -o "$work/chaos" ./deploy/ha/chaos
 receiver_pid=$!
 
 say "starting the profile ha"
-compose build ha-api-1 >/dev/null
+[ "${CHAOS_BUILD:-1}" = 0 ] || compose build ha-api-1 >/dev/null
 compose up -d etcd patroni-1 patroni-2 patroni-3 ha-proxy 2>/dev/null
 bash deploy/ha/wait-ready.sh
 compose up -d ha-api-1 ha-api-2 2>/dev/null
 HA_URL=$url bash deploy/ha/wait-ready.sh --placement
 
 py() { python3 -c "$1" "${@:2}"; }
-patronictl() { compose exec -T "$1" patronictl -c /etc/patroni/patroni.yml "${@:2}"; }
+# ctr SERVICE: its container (docker exec is much quicker than compose exec).
+ctr() {
+	docker ps -q --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+		--filter "label=com.docker.compose.service=$1" | head -n 1
+}
+patronictl() { docker exec "$(ctr "$1")" patronictl -c /etc/patroni/patroni.yml "${@:2}"; }
 # member ROLE: the first member with that role (Leader, Sync Standby, Replica).
 member() {
-	local node
+	local node out
 	for node in patroni-1 patroni-2 patroni-3; do
+		[ -n "$(ctr "$node")" ] || continue
 		out=$(patronictl "$node" list -f json 2>/dev/null) || continue
 		py 'import json,sys; m=[x["Member"] for x in json.loads(sys.argv[1]) if x["Role"]==sys.argv[2] and x["State"] in ("running","streaming")]; print(m[0] if m else "")' "$out" "$1"
 		return
@@ -85,12 +92,10 @@ wait_member() { # wait_member ROLE: until the cluster has one (up to 90 s)
 	done
 	say "no $1 within 90s"; return 1
 }
-sql() { # sql QUERY: on the current leader
-	local leader
-	leader=$(wait_member Leader)
-	compose exec -T "$leader" psql -U postgres -d ordersvc -Atc "$1"
+sql() { # sql QUERY: on the leader found by the last wait_member Leader ($leader)
+	docker exec "$(ctr "$leader")" psql -U postgres -d ordersvc -Atc "$1"
 }
-api() { compose exec -T ha-api-1 /api "$@"; }
+api() { docker exec "$(ctr ha-api-1)" /api "$@"; }
 
 seed=$(api seed)
 staff=$(py 'import json,sys; print([a for a in json.loads(sys.argv[1])["actors"] if a["role"]=="staff"][0]["token"])' "$seed")
@@ -104,32 +109,35 @@ for phase in $phases; do
 	token=$(py 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$customer")
 	cid=$(py 'import json,sys; d=json.loads(sys.argv[1]); print(d.get("actor_id") or d.get("id"))' "$customer")
 	leader=$(wait_member Leader)
+	stopped=""
+	if [ "$phase" = degraded ]; then
+		# A second node down before the load: the leader's kill then leaves one.
+		stopped=$(wait_member Replica)
+		say "docker stop $stopped"
+		compose stop "$stopped" >/dev/null 2>&1
+		leader=$(wait_member Leader)
+	fi
 	say "phase $phase: leader $leader, load ${load_seconds}s from 16 clients"
 	"$work/chaos" load -url "$url" -token "$token" -product "$product" -clients 16 -for "${load_seconds}s" \
 		-prefix "$phase" -out "$work/$phase.json" &
 	load_pid=$!
 	sleep "$fault_after"
-	stopped=""
 	case $phase in
 	kill)
 		say "docker kill $leader"
-		docker kill "$(compose ps -q "$leader")" >/dev/null ;;
+		docker kill "$(ctr "$leader")" >/dev/null ;;
 	switchover)
 		sync=$(wait_member "Sync Standby")
 		say "patronictl switchover $leader -> $sync"
 		patronictl "$sync" switchover --leader "$leader" --candidate "$sync" --force >/dev/null ;;
 	degraded)
-		stopped=$(wait_member Replica)
-		[ -n "$stopped" ] || stopped=$(wait_member "Sync Standby")
-		say "docker stop $stopped, then docker kill $leader"
-		compose stop "$stopped" >/dev/null 2>&1
-		sleep 3
-		docker kill "$(compose ps -q "$leader")" >/dev/null ;;
+		say "docker kill $leader ($stopped stopped)"
+		docker kill "$(ctr "$leader")" >/dev/null ;;
 	esac
 	wait "$load_pid"
 	[ "$phase" = switchover ] || { compose up -d "$leader" >/dev/null 2>&1; }
 	[ -z "$stopped" ] || compose up -d "$stopped" >/dev/null 2>&1
-	wait_member Leader >/dev/null
+	leader=$(wait_member Leader)
 	# Let the dispatchers drain the outbox.
 	for _ in $(seq 1 60); do
 		[ "$(sql "SELECT count(*) FROM outbox_events WHERE state <> 'delivered'")" = 0 ] && break

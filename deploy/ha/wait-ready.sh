@@ -8,9 +8,11 @@ compose=${COMPOSE:-docker-compose}
 url=${HA_URL:-http://127.0.0.1:${HA_PORT:-8089}}
 what=${1:-}
 
-# leader_and_sync: a node answers /primary and the cluster names a sync standby.
+# A leader, and a synchronous standby named in the cluster's state (asked of
+# patroni-1's REST API from inside its container: the port is not published).
+node=$($compose --profile ha ps -q patroni-1)
 for i in $(seq 1 120); do
-	cluster=$($compose --profile ha exec -T patroni-1 curl -fsS --max-time 2 http://127.0.0.1:8008/cluster 2>/dev/null || true)
+	cluster=$(docker exec "$node" curl -fsS --max-time 2 http://127.0.0.1:8008/cluster 2>/dev/null || true)
 	if grep -q '"role": *"leader"' <<<"$cluster" && grep -q '"role": *"sync_standby"' <<<"$cluster"; then
 		echo "ha: leader and synchronous standby up (${i}s)" >&2
 		break
@@ -25,7 +27,7 @@ for i in $(seq 1 120); do
 	[ "$i" -lt 120 ] || { echo "ha: $url/readyz did not answer within 120s" >&2; exit 1; }
 	sleep 1
 done
-seed=$($compose --profile ha exec -T ha-api-1 /api seed)
+seed=$(docker exec "$($compose --profile ha ps -q ha-api-1)" /api seed)
 json() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 token=$(json "[a for a in d['actors'] if a['role']=='customer'][0]['token']" <<<"$seed")
 product=$(json "d['products'][0]['id']" <<<"$seed")

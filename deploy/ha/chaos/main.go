@@ -96,7 +96,8 @@ type result struct {
 	OutageSec    float64           `json:"write_outage_seconds"`
 	P50ms        float64           `json:"p50_ms"`
 	P99ms        float64           `json:"p99_ms"`
-	// P99AfterMs covers the placements begun once the outage was over.
+	// P99AfterMs covers the placements begun once the longest outage was
+	// over.
 	P99AfterMs float64 `json:"p99_after_outage_ms"`
 	PerSecond  float64 `json:"placements_per_second"`
 }
@@ -122,7 +123,8 @@ func load(args []string) error {
 	}
 	var lat []time.Duration
 	var samples []sample
-	var firstFail, recovered, lastRecovered time.Time
+	var firstFail, recovered, outageEnd time.Time
+	var longest time.Duration
 	var outage time.Duration
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -157,7 +159,9 @@ func load(args []string) error {
 						samples = append(samples, sample{t0, now.Sub(t0)})
 						if !firstFail.IsZero() && recovered.IsZero() {
 							recovered = now
-							lastRecovered = now
+							if d := recovered.Sub(firstFail); d > longest {
+								longest, outageEnd = d, now
+							}
 							outage += recovered.Sub(firstFail)
 							firstFail, recovered = time.Time{}, time.Time{}
 						}
@@ -193,7 +197,7 @@ func load(args []string) error {
 	}
 	var after []time.Duration
 	for _, s := range samples {
-		if s.begun.After(lastRecovered) {
+		if s.begun.After(outageEnd) {
 			after = append(after, s.took)
 		}
 	}
