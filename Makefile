@@ -95,6 +95,20 @@ up-scale: ## Start the profile `scale`: 3 replicas behind HAProxy on 127.0.0.1:8
 	  { echo "ready: $(SCALE_URL) (HAProxy; X-Served-By names the replica)"; exit 0; }; sleep 1; done; \
 	  echo "$(SCALE_URL)/readyz did not answer within 90s: $(COMPOSE) --profile scale logs" >&2; exit 1
 
+HA_URL ?= http://127.0.0.1:$(or $(HA_PORT),8089)
+
+.PHONY: up-ha
+up-ha: ## Start the profile `ha`: 3 Patroni nodes (sync), etcd, HAProxy, 2 replicas on 127.0.0.1:HA_PORT (8089); waits for a placement.
+	$(COMPOSE) --profile ha build ha-api-1
+	$(COMPOSE) --profile ha up -d etcd patroni-1 patroni-2 patroni-3 ha-proxy
+	@COMPOSE="$(COMPOSE)" bash deploy/ha/wait-ready.sh
+	$(COMPOSE) --profile ha up -d ha-api-1 ha-api-2
+	@COMPOSE="$(COMPOSE)" HA_URL=$(HA_URL) bash deploy/ha/wait-ready.sh --placement
+
+.PHONY: down-ha
+down-ha: ## Stop the compose stack with the profile `ha` and drop its volumes.
+	$(COMPOSE) --profile ha down -v
+
 .PHONY: seed
 seed: ## Create demo actors and products, print their tokens and ids as JSON (pipe into jq).
 	@$(call api,seed)

@@ -154,9 +154,23 @@ up_to_date "$pgbackrest_image" "$pgbr_hash" ||
 	build "$pgbackrest_image" "$pgbr_hash" --build-arg "POSTGRES_IMAGE=$postgres_image" "$pgbr_dir"
 # ---- end of profile `backup` ----------------------------------------------
 
+# ---- profile `ha` (docker-compose.yml, deploy/ha/, docs/ha.md): Patroni 3.0
+#      with PostgreSQL 15, and etcd 3.4, from Debian's packages. HAProxy is
+#      the image of step 5. Names overridable: PATRONI_IMAGE, ETCD_IMAGE.
+patroni_image=${PATRONI_IMAGE:-$prefix/patroni:3.0}
+etcd_image=${ETCD_IMAGE:-$prefix/etcd:3.4}
+for name in patroni etcd; do
+	dir=$here/local-images/$name
+	image_var=${name}_image
+	hash=$(printf '%s' "$base_id" | cat - "$dir/Dockerfile" | inputs_hash)
+	up_to_date "${!image_var}" "$hash" || build "${!image_var}" "$hash" "$dir"
+done
+ha_images="$(image_id "$patroni_image") $(image_id "$etcd_image")"
+# ---- end of profile `ha`
+
 # Leftovers: replaced images (derived ones first), and intermediate stages
 # built FROM the base image, which carry its label.
-current=" $(image_id "$pgbackrest_image") $(image_id "$haproxy_image") $(image_id "$pgbouncer_image") $(image_id "$runtime_image") $(image_id "$go_image") $(image_id "$postgres_image") $base_id "
+current=" ${ha_images:-} $(image_id "$pgbackrest_image") $(image_id "$haproxy_image") $(image_id "$pgbouncer_image") $(image_id "$runtime_image") $(image_id "$go_image") $(image_id "$postgres_image") $base_id "
 for id in "${stale[@]}"; do
 	[ -z "$id" ] || [[ $current == *" $id "* ]] || docker image rm "$id" >/dev/null 2>&1 || true
 done
@@ -174,6 +188,8 @@ export RUNTIME_IMAGE=$runtime_image
 export HAPROXY_IMAGE=$haproxy_image
 export PGBOUNCER_IMAGE=$pgbouncer_image
 export PGBACKREST_IMAGE=$pgbackrest_image
+export PATRONI_IMAGE=$patroni_image
+export ETCD_IMAGE=$etcd_image
 export TESTCONTAINERS_RYUK_DISABLED=true
 EOF
 case ${DOCKER_HOST:-unix://} in unix://*) echo 'export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1' ;; esac

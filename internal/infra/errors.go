@@ -24,7 +24,12 @@ const (
 	sqlLockNotAvailable     = "55P03"
 	sqlQueryCanceled        = "57014"
 	sqlAdminShutdown        = "57P01"
+	sqlCrashShutdown        = "57P02"
 	sqlCannotConnectNow     = "57P03"
+	// sqlReadOnlyTransaction is a write sent to a node that is not (or no
+	// longer) the primary: a standby, or a primary demoted by a failover
+	// manager such as Patroni, or fenced read-only.
+	sqlReadOnlyTransaction = "25006"
 )
 
 // translate maps driver errors to the errors the application switches on, in
@@ -33,7 +38,10 @@ const (
 // not store) in a statement that carries the caller's values becomes
 // domain.ErrValueRejected (never one in the service's own settings, see
 // settingError), and an unreachable or
-// overloaded database becomes app.ErrUnavailable. Everything else passes
+// overloaded database becomes app.ErrUnavailable, and so does a write that
+// reached a read-only node (25006) during a failover: the primary is
+// elsewhere, or soon will be, so the caller retries, as after a dropped
+// connection (docs/ha.md). Everything else passes
 // through unchanged. The driver's error stays in the chain for the log.
 func translate(err error) error {
 	if err == nil {
@@ -45,6 +53,11 @@ func translate(err error) error {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.ErrNotFound
+	}
+	if errors.Is(err, errSyncRepCancelled) {
+		// Committed on the primary, not known to any standby: ambiguous,
+		// like a COMMIT whose answer was lost.
+		return errors.Join(app.ErrUnavailable, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -67,7 +80,8 @@ func translate(err error) error {
 			case "orders_refund_within_paid":
 				return domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded")
 			}
-		case sqlLockNotAvailable, sqlQueryCanceled, sqlAdminShutdown, sqlCannotConnectNow:
+		case sqlLockNotAvailable, sqlQueryCanceled, sqlAdminShutdown, sqlCrashShutdown, sqlCannotConnectNow,
+			sqlReadOnlyTransaction:
 			return errors.Join(app.ErrUnavailable, err)
 		}
 		if strings.HasPrefix(pgErr.Code, "08") {
@@ -106,6 +120,14 @@ func ownSetting(err error) error {
 		return settingError{err}
 	}
 	return err
+}
+
+// isReadOnly says whether err is a write refused by a read-only node: the
+// connection it ran on leads to a standby or a demoted primary and should
+// not serve another transaction.
+func isReadOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == sqlReadOnlyTransaction
 }
 
 // isNoRows says whether a query found no row, before translation.

@@ -2,6 +2,7 @@ package infra
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,3 +82,16 @@ func CommitUnsent(ctx context.Context, pool *pgxpool.Pool, naive bool) error {
 // UnboundSweeps takes the per-batch deadline off p's sweeps: the naive
 // variant that TestBackgroundStatementsHaveADeadline must catch.
 func UnboundSweeps(p *Purger) { p.deadline = 0 }
+
+// KeepReadOnlyConns makes r keep a connection whose write was refused as
+// read-only: the naive variant that
+// TestReadOnlyNodeWritesAreUnavailableAndLeaveThePool must catch.
+func KeepReadOnlyConns(r *Runner) { r.keepReadOnlyConns = true }
+
+// TrustCancelledSyncCommits makes pool's commits take a COMMIT whose wait
+// for a synchronous standby was cancelled as a success: the naive variant
+// that TestFailoverLosesNoAcknowledgedWrite must catch.
+func TrustCancelledSyncCommits(pool *pgxpool.Pool) {
+	on, _ := syncRepWatched.Load(pool)
+	on.(*atomic.Bool).Store(false)
+}

@@ -196,9 +196,15 @@ func (t *pipe) atCommit(call func(db dbsqlc.DBTX) error) {
 // request's pending token check goes with them (SendBatch), so a refused
 // check fails the commit; a transaction that sent nothing still sends the
 // check, with BEGIN and COMMIT, rather than answer on the cache's word.
-func (t *pipe) commit(ctx context.Context) error {
+func (t *pipe) commit(ctx context.Context) (err error) {
 	if t.begin != "" && t.deferred.Len() == 0 && app.PendingAuthCheck(ctx) == nil {
 		return nil // nothing was ever sent and nothing is to be checked: there is no transaction
+	}
+	if conn, ok := t.db.(*pgxpool.Conn); ok {
+		// A cancelled wait for a synchronous standby comes back as a
+		// successful COMMIT with a warning (syncrep.go).
+		check := syncRepCheck(conn)
+		defer func() { err = firstErr(err, check()) }()
 	}
 	b := t.deferred
 	t.deferred = batch{}

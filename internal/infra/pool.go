@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,11 +91,15 @@ func NewPool(ctx context.Context, c PoolConfig) (*pgxpool.Pool, error) {
 		registerUUID(conn.TypeMap())
 		return nil
 	}
+	watchSyncRep := &atomic.Bool{}
+	watchSyncRep.Store(true)
+	cfg.ConnConfig.OnNotice = syncRepNoticeHandler(watchSyncRep, cfg.ConnConfig.OnNotice)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	guardsOf.Store(pool, newGuards(c))
+	syncRepWatched.Store(pool, watchSyncRep)
 	return pool, nil
 }
 

@@ -34,6 +34,9 @@ type Runner struct {
 	retries *prometheus.CounterVec
 	latch   *keyLatch
 	guards  *guards
+	// keepReadOnlyConns is the naive variant that keeps a connection
+	// after a write it carried was refused as read-only (tests only).
+	keepReadOnlyConns bool
 }
 
 // NewRunner returns a transaction runner. Its metrics are registered on reg.
@@ -123,7 +126,17 @@ func (r *Runner) once(ctx context.Context, opts pgx.TxOptions, fn func(ctx conte
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer conn.Release()
+	defer func() {
+		if isReadOnly(err) && !r.keepReadOnlyConns {
+			// The connection leads to a node that refuses writes (a standby,
+			// a demoted or fenced primary). Closing it makes the pool dial
+			// again, and the next dial finds the primary, through HAProxy's
+			// health checks or target_session_attrs=read-write; kept, it
+			// would fail every write it is given until it is recycled.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+		conn.Release()
+	}()
 	tx := newTxPipe(conn, r.guards, opts)
 	defer func() {
 		if err != nil {

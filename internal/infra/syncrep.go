@@ -1,0 +1,69 @@
+package infra
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A COMMIT on a primary with synchronous replication waits until a standby
+// has the transaction's WAL. When that wait is cancelled (a cancel request,
+// or pg_cancel_backend from an operator or a monitoring job; not
+// statement_timeout, which COMMIT's wait escapes), PostgreSQL does
+// not fail the COMMIT: it returns success with the WARNING "canceling wait
+// for synchronous replication due to user request", detail "The transaction
+// has already committed locally, but might not have been replicated to the
+// standby." Taken as success, that is an acknowledged order that a failover
+// loses. The pool's notice handler marks the connection, and the commit
+// that sees the mark answers errSyncRepCancelled instead: the outcome is
+// ambiguous (503, retry with the same key), as for a COMMIT whose answer
+// was lost (docs/ha.md).
+
+// syncRepCancelled holds the connections that received that warning since
+// their last COMMIT was sent.
+var syncRepCancelled sync.Map // *pgconn.PgConn → struct{}
+
+// syncRepWatched holds, per pool, whether its notice handler marks
+// connections (always, except in the naive variant a test must catch).
+var syncRepWatched sync.Map // *pgxpool.Pool → *atomic.Bool
+
+// errSyncRepCancelled is a COMMIT that PostgreSQL applied locally while no
+// synchronous standby confirmed it.
+var errSyncRepCancelled = errSyncRep{}
+
+type errSyncRep struct{}
+
+func (errSyncRep) Error() string {
+	return "commit applied on the primary but not confirmed by a synchronous standby (wait cancelled)"
+}
+
+// syncRepNoticeHandler returns the pool's notice handler: it marks a
+// connection that receives the warning of a cancelled wait for synchronous
+// replication, while on holds true, and passes every notice on to next.
+func syncRepNoticeHandler(on *atomic.Bool, next pgconn.NoticeHandler) pgconn.NoticeHandler {
+	return func(c *pgconn.PgConn, n *pgconn.Notice) {
+		if on.Load() && strings.EqualFold(n.Severity, "WARNING") && strings.Contains(n.Message, "synchronous replication") {
+			syncRepCancelled.Store(c, struct{}{})
+		}
+		if next != nil {
+			next(c, n)
+		}
+	}
+}
+
+// syncRepCheck clears conn's mark and returns the check that a commit on
+// conn runs once COMMIT has returned, whatever it returned:
+// errSyncRepCancelled when the warning arrived meanwhile.
+func syncRepCheck(conn *pgxpool.Conn) func() error {
+	pg := conn.Conn().PgConn()
+	syncRepCancelled.Delete(pg)
+	return func() error {
+		if _, hit := syncRepCancelled.LoadAndDelete(pg); hit {
+			return errSyncRepCancelled
+		}
+		return nil
+	}
+}
