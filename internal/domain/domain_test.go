@@ -82,6 +82,7 @@ func TestParseName(t *testing.T) {
 	cases := map[string]bool{
 		"a": true, strings.Repeat("é", 200): true, "Enamel mug": true,
 		"": false, strings.Repeat("é", 201): false, "bad \xff utf-8": false,
+		"   ": false, "\u00a0\u2003": false, " padded ": true,
 		// Control characters: PostgreSQL refuses U+0000 in text (SQLSTATE
 		// 22021), and the others have no place in a name or a reason.
 		"mug\x00": false, "\x00": false, "line\nbreak": false, "tab\there": false,

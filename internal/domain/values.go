@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -59,8 +60,8 @@ func ParseSKU(v string) (SKU, error) {
 }
 
 // ParseName accepts 1 to 200 characters of valid UTF-8 text without control
-// characters (U+0000 to U+001F, U+007F to U+009F): a name or a reason is one
-// line of text. PostgreSQL refuses U+0000 in text outright (SQLSTATE 22021),
+// characters (U+0000 to U+001F, U+007F to U+009F) and not only spaces: a
+// name or a reason is one line of text that says something. PostgreSQL refuses U+0000 in text outright (SQLSTATE 22021),
 // and the others would reach logs, terminals and webhook receivers as
 // commands rather than text.
 func ParseName(v string) (string, error) {
@@ -72,6 +73,9 @@ func ParseName(v string) (string, error) {
 		if unicode.IsControl(r) {
 			return "", fmt.Errorf("must not contain control characters (U+%04X found)", r)
 		}
+	}
+	if strings.TrimSpace(v) == "" {
+		return "", fmt.Errorf("must not be blank")
 	}
 	return v, nil
 }
