@@ -16,10 +16,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -107,7 +110,12 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 
 // Run is Main without the exit: it returns the tests' exit code, for a
 // TestMain that checks more once the tests are done (goroutine leaks).
+// It raises the default number of parallel tests (see parallelism).
 func Run(m *testing.M) int {
+	if err := parallelism(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	code := m.Run()
 	stopPgBouncer()
 	stopStandby()
@@ -117,6 +125,37 @@ func Run(m *testing.M) int {
 		cancel()
 	}
 	return code
+}
+
+// DefaultParallel is how many tests of a package run at once, per CPU, when
+// neither -parallel nor TEST_PARALLEL says otherwise. Go's default is one per
+// CPU, made for tests that compute; these wait, on PostgreSQL, on gates that
+// force an interleaving, on lock timeouts that prove a naive variant wrong,
+// on child processes, and a CPU would sit idle through most of each. Every
+// test has a database of its own (DB), so running more of them at once
+// changes no outcome, only how long the package takes.
+const DefaultParallel = 4
+
+// parallelism sets -test.parallel to TEST_PARALLEL, or to DefaultParallel
+// per CPU, unless the command line set it.
+func parallelism() error {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if set || flag.Lookup("test.parallel") == nil {
+		return nil
+	}
+	n := DefaultParallel * runtime.GOMAXPROCS(0)
+	if v := os.Getenv("TEST_PARALLEL"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 {
+			return fmt.Errorf("TEST_PARALLEL=%q: want a positive number of tests run at once", v)
+		}
+		n = p
+	}
+	return flag.Set("test.parallel", strconv.Itoa(n))
 }
 
 // template migrates a template database once per server and schema: its name
