@@ -81,6 +81,7 @@ need-database-url:
 
 .PHONY: up
 up: ## Build, then start PostgreSQL and the service with docker compose (v1 or v2); waits until ready.
+	@bash deploy/need-images.sh
 	$(COMPOSE) build api
 	$(COMPOSE) up -d
 	@for i in $$(seq 1 60); do curl -fsS -o /dev/null --max-time 2 $(API_URL)/readyz 2>/dev/null && \
@@ -89,6 +90,7 @@ up: ## Build, then start PostgreSQL and the service with docker compose (v1 or v
 
 .PHONY: up-scale
 up-scale: ## Start the profile `scale`: 3 replicas behind HAProxy on 127.0.0.1:8088, through PgBouncer.
+	@bash deploy/need-images.sh scale
 	$(COMPOSE) --profile scale build api-1
 	$(COMPOSE) --profile scale up -d haproxy
 	@for i in $$(seq 1 90); do curl -fsS -o /dev/null --max-time 2 $(SCALE_URL)/readyz 2>/dev/null && \
@@ -150,9 +152,13 @@ else \
 fi
 endef
 
+# PROFILE: the compose profiles whose images `make images` builds too
+# (scale, ha, backup, all); the core images `make up` needs are always built.
+PROFILE ?=
+
 .PHONY: images
-images: ## Build local stand-ins for upstream images (no registry); writes their names to .env.
-	@set -o pipefail; exports=$$(bash deploy/build-local-images.sh) || exit 1; \
+images: ## Build local stand-ins for upstream images (no registry; PROFILE=scale|ha|backup|all for more); writes their names to .env.
+	@set -o pipefail; exports=$$(bash deploy/build-local-images.sh $(PROFILE)) || exit 1; \
 	  vars=$$(sed -n 's/^export //p' <<<"$$exports"); \
 	  names=$$(cut -d= -f1 <<<"$$vars" | paste -sd'|'); \
 	  { [ ! -f .env ] || grep -Ev "^($$names)=" .env || true; printf '%s\n' "$$vars"; } >.env.tmp && mv .env.tmp .env; \
