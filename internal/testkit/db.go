@@ -117,6 +117,7 @@ func Run(m *testing.M) int {
 		return 2
 	}
 	code := m.Run()
+	removeBinaries()
 	stopPgBouncer()
 	stopStandby()
 	if container != nil {
