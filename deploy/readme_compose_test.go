@@ -27,3 +27,32 @@ func TestReadmeComposeCommandsRunOnV1AndV2(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeFirstCallsLeaveNoFiles: the README's first calls keep the
+// responses they read again in a temporary directory ($T), never in the
+// working directory, where they would enter the repository and the image's
+// build context.
+func TestReadmeFirstCallsLeaveNoFiles(t *testing.T) {
+	t.Parallel()
+	readme := read(t, "../README.md")
+	_, section, ok := strings.Cut(readme, "\n## First calls\n")
+	if !ok {
+		t.Fatal("README.md has no First calls section")
+	}
+	_, section, _ = strings.Cut(section, "```sh\n")
+	section, _, _ = strings.Cut(section, "\n```")
+	if !strings.Contains(section, "T=$(mktemp -d)") {
+		t.Error("the first calls make no temporary directory (T=$(mktemp -d))")
+	}
+	target := regexp.MustCompile(`(?:\btee\s+(?:-a\s+)?|\s>>?\s*)([^\s|;&)]+)`)
+	writes := 0
+	for _, m := range target.FindAllStringSubmatch(section, -1) {
+		writes++
+		if !strings.HasPrefix(m[1], "$T/") && !strings.HasPrefix(m[1], "/dev/") {
+			t.Errorf("the first calls write %s into the working directory: write to $T/ instead", m[1])
+		}
+	}
+	if writes == 0 {
+		t.Error("found no file the first calls write: has the block changed shape?")
+	}
+}
