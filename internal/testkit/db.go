@@ -2,7 +2,8 @@
 // real HTTP handler on top of it. It is imported only by tests.
 //
 // The database server comes from TEST_DATABASE_URL when it is set (any
-// superuser connection string), and otherwise from testcontainers-go, which
+// superuser connection string; in the environment, or in the .env beside
+// go.mod, which `go test` reads too: dotenv.go), and otherwise from testcontainers-go, which
 // starts TEST_POSTGRES_IMAGE (default postgres:17-alpine) once per test
 // binary. Migrations run once into a template database; each test then gets
 // CREATE DATABASE … TEMPLATE, dropped in t.Cleanup, so tests run in parallel
@@ -66,6 +67,7 @@ var (
 // server returns the admin connection string of the test server, starting a
 // container the first time when TEST_DATABASE_URL is not set.
 func server() (string, error) {
+	loadDotEnv()
 	serverOnce.Do(func() {
 		if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
 			adminURL = u
@@ -112,6 +114,7 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // TestMain that checks more once the tests are done (goroutine leaks).
 // It raises the default number of parallel tests (see parallelism).
 func Run(m *testing.M) int {
+	loadDotEnv()
 	if err := parallelism(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
