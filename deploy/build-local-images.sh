@@ -44,7 +44,10 @@ runtime_image=$prefix/static:nonroot
 haproxy_image=$prefix/haproxy:2.6
 pgbouncer_image=$prefix/pgbouncer:1.18
 
-log() { printf 'build-local-images: %s\n' "$*" >&2; }
+# Progress goes to fd 3, a copy of stderr, so that it still shows while a
+# step's own output is redirected to its log file.
+exec 3>&2
+log() { printf 'build-local-images: %s\n' "$*" >&3; }
 
 # Profiles asked for: the core images are always built.
 want_scale=0 want_ha=0 want_backup=0
