@@ -158,10 +158,27 @@ build() {
 		{ tail -n 40 "$out" >&2; die "building $image failed"; }
 }
 
-# 2. PostgreSQL from Debian's postgresql-15 (apt runs inside the build, on the host's network).
+# in_background IMAGE COMMAND...: runs a build while the next ones run (the
+# images share only the base); finish_background waits for them all.
+background=()
+in_background() {
+	stale=("$(image_id "$1")" "${stale[@]}")
+	shift
+	"$@" &
+	background+=("$!")
+}
+finish_background() {
+	local pid failed=0
+	for pid in "${background[@]}"; do wait "$pid" || failed=1; done
+	background=()
+	[ "$failed" = 0 ] || die "a build failed (its log is named above)"
+}
+
+# 2. PostgreSQL from Debian's postgresql-15 (apt runs inside the build, on
+#    the host's network), in the background: the longest of the core builds.
 pg_dir=$here/local-images/postgres
 pg_hash=$(printf '%s' "$base_id" | cat - "$pg_dir/Dockerfile" "$pg_dir/docker-entrypoint.sh" | inputs_hash)
-up_to_date "$postgres_image" "$pg_hash" || build "$postgres_image" "$pg_hash" 90 "$pg_dir"
+up_to_date "$postgres_image" "$pg_hash" || in_background "$postgres_image" build "$postgres_image" "$pg_hash" 90 "$pg_dir"
 
 # 3. Go build image: base + the host's GOROOT + the host's locally added CA certificates.
 go_dir=$here/local-images/golang
@@ -181,6 +198,7 @@ fi
 st_dir=$here/local-images/static
 st_hash=$(printf '%s' "$base_id" | cat - "$st_dir"/* | inputs_hash)
 up_to_date "$runtime_image" "$st_hash" || build "$runtime_image" "$st_hash" 15 "$st_dir"
+finish_background
 
 exports=(
 	"POSTGRES_IMAGE=$postgres_image"
@@ -201,8 +219,12 @@ for name in haproxy pgbouncer; do
 	image_var=${name}_image
 	hash=$(printf '%s' "$base_id" | cat - "$dir/Dockerfile" | inputs_hash)
 	if [ "$want_scale" = 1 ] && ! up_to_date "${!image_var}" "$hash"; then
-		build "${!image_var}" "$hash" 60 "$dir"
+		in_background "${!image_var}" build "${!image_var}" "$hash" 60 "$dir"
 	fi
+done
+finish_background
+for name in haproxy pgbouncer; do
+	image_var=${name}_image
 	if [ -n "$(image_id "${!image_var}")" ]; then
 		ready+=("${!image_var}")
 		exports+=("${name^^}_IMAGE=${!image_var}")
