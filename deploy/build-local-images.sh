@@ -187,10 +187,14 @@ trap 'rm -rf "$ca_dir"' EXIT
 for crt in /usr/local/share/ca-certificates/*.crt; do cp "$crt" "$ca_dir"/; done
 go_hash=$(printf '%s %s' "$base_id" "$go_version" | cat - "$go_dir/Dockerfile" "$ca_dir"/* | inputs_hash)
 if ! up_to_date "$go_image" "$go_hash"; then
-	# Context streamed as a tar so GOROOT need not be copied first.
+	# Context streamed as a tar so GOROOT need not be copied first; without
+	# what no build reads (the toolchain's own tests and test data, API
+	# lists, docs): a fifth less to send and to commit as a layer.
+	gr=$(basename "$goroot")
 	tar -c -C "$go_dir" Dockerfile \
 		-C "$(dirname "$ca_dir")" --transform "s|^$(basename "$ca_dir")|local-ca|" "$(basename "$ca_dir")" \
-		-C "$(dirname "$goroot")" --transform "s|^$(basename "$goroot")|go|" "$(basename "$goroot")" |
+		--exclude="$gr/test" --exclude="$gr/api" --exclude="$gr/doc" --exclude="$gr/misc" --exclude="$gr/src/*/testdata" \
+		-C "$(dirname "$goroot")" --transform "s|^$gr|go|" "$gr" |
 		build "$go_image" "$go_hash" 40 -
 fi
 
