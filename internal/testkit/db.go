@@ -141,14 +141,17 @@ func Run(m *testing.M) int {
 const DefaultParallel = 4
 
 // parallelism sets -test.parallel to TEST_PARALLEL, or to DefaultParallel
-// per CPU, unless the command line set it.
+// per CPU, unless the command line set it or the run fuzzes.
 func parallelism() error {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if set || flag.Lookup("test.parallel") == nil {
+	// Fuzzing reads -parallel as its number of worker processes, which
+	// compute: one per CPU, Go's default, is right for them.
+	fuzzing := flag.Lookup("test.fuzz") != nil && flag.Lookup("test.fuzz").Value.String() != ""
+	if set || fuzzing || flag.Lookup("test.parallel") == nil {
 		return nil
 	}
 	n := DefaultParallel * runtime.GOMAXPROCS(0)
