@@ -41,7 +41,7 @@ lint: ## Run go vet and staticcheck.
 .PHONY: test
 # Packages tested at once. Their tests wait on PostgreSQL far more than they
 # compute (testkit.DefaultParallel), so more packages than CPUs run at once.
-TEST_PACKAGES ?= 8
+TEST_PACKAGES ?= 4
 
 test: ## Run every test against real PostgreSQL (TEST_DATABASE_URL, or testcontainers).
 	$(GO) test -count=1 -p $(TEST_PACKAGES) -timeout 20m ./...

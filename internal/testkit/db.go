@@ -138,7 +138,7 @@ func Run(m *testing.M) int {
 // on child processes, and a CPU would sit idle through most of each. Every
 // test has a database of its own (DB), so running more of them at once
 // changes no outcome, only how long the package takes.
-const DefaultParallel = 4
+const DefaultParallel = 2
 
 // parallelism sets -test.parallel to TEST_PARALLEL, or to DefaultParallel
 // per CPU, unless the command line set it or the run fuzzes.
