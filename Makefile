@@ -83,7 +83,7 @@ need-database-url:
 
 .PHONY: up
 up: ## Build, then start PostgreSQL and the service with docker compose (v1 or v2); waits until ready.
-	@bash deploy/need-images.sh
+	@[ ! -f deploy/need-images.sh ] || bash deploy/need-images.sh
 	$(COMPOSE) build api
 	$(COMPOSE) up -d
 	@for i in $$(seq 1 60); do curl -fsS -o /dev/null --max-time 2 $(API_URL)/readyz 2>/dev/null && \
@@ -92,7 +92,7 @@ up: ## Build, then start PostgreSQL and the service with docker compose (v1 or v
 
 .PHONY: up-scale
 up-scale: ## Start the profile `scale`: 3 replicas behind HAProxy on 127.0.0.1:8088, through PgBouncer.
-	@bash deploy/need-images.sh scale
+	@[ ! -f deploy/need-images.sh ] || bash deploy/need-images.sh scale
 	$(COMPOSE) --profile scale build api-1
 	$(COMPOSE) --profile scale up -d haproxy
 	@for i in $$(seq 1 90); do curl -fsS -o /dev/null --max-time 2 $(SCALE_URL)/readyz 2>/dev/null && \
