@@ -12,7 +12,7 @@ import (
 )
 
 // TestDockerignoreLetsInExactlyTheBuild: every source and embedded file of
-// cmd/api and the packages it imports is in the build context, and files a
+// cmd/api and examples/webhook-receiver (the image builds both) and the packages they import is in the build context, and files a
 // newcomer leaves around (the responses the README's first calls used to
 // save, requests.http, docs, a .env) are not, so they never bust the layer
 // cache of `COPY . .`.
@@ -39,7 +39,8 @@ func TestDockerignoreLetsInExactlyTheBuild(t *testing.T) {
 		return ex
 	}
 	out, err := exec.Command("go", "list", "-deps", "-f",
-		`{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}`, "../cmd/api").Output()
+		`{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}`,
+		"../cmd/api", "../examples/webhook-receiver").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
