@@ -20,7 +20,7 @@
 # logs are printed).
 #
 #   deploy/compose-scale-smoke.sh                                             # registry access
-#   eval "$(deploy/build-local-images.sh)" && deploy/compose-scale-smoke.sh   # no registry
+#   eval "$(deploy/build-local-images.sh scale)" && deploy/compose-scale-smoke.sh   # no registry
 #
 # Environment: COMPOSE (default: `docker compose` if present, else
 # `docker-compose`), COMPOSE_PROJECT_NAME [ordersvc-scale-smoke], SCALE_PORT

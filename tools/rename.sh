@@ -65,3 +65,9 @@ done
 printf 'rename: module %s -> %s, name %s -> %s, %d files changed\n' "$old_module" "$module" "$old_name" "$name" "${#files[@]}" >&2
 left=$(list | xargs -0 grep -Il -i "$old_name" 2>/dev/null | grep -Ev '(^|/)(tools/rename.sh|LICENSE)$' || true)
 [ -z "$left" ] || { printf 'rename: still mentions %s (mixed case?):\n%s\n' "$old_name" "$left" >&2; exit 1; }
+
+# On a machine with no registry, the original's local images (make images)
+# serve the copy as they are; their names are in the original's .env.
+if [ ! -f .env ] && docker image inspect "$old_name-local/postgres:15" >/dev/null 2>&1; then
+	printf 'rename: this machine has the original'"'"'s local images (%s-local/…): copy the original'"'"'s .env here (cp <the original>/.env .) to use them; make images would build them again as %s-local/…\n' "$old_name" "$name" >&2
+fi

@@ -44,6 +44,7 @@ commands:
   seed                          create demo actors and products, print tokens
   healthcheck                   exit 0 when the local server is ready (for images without curl)
 
+api COMMAND --help prints the usage of one command;
 configuration is read from the environment; see README.md`
 
 // run is the whole program: main only wires the process to it, so tests can
@@ -51,6 +52,11 @@ configuration is read from the environment; see README.md`
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
+	}
+	if wantsHelp(args[1:]) {
+		if ok, err := printCommandUsage(stdout, args[0]); ok {
+			return err
+		}
 	}
 	switch args[0] {
 	case "serve":

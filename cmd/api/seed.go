@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -23,12 +24,17 @@ type seededProduct struct {
 	ID    string `json:"id"`
 	SKU   string `json:"sku"`
 	Stock int64  `json:"stock"`
+	// Created is false for a demo product an earlier seed made, kept as it
+	// is (its stock may have moved since).
+	Created bool `json:"created"`
 }
 
 // seed creates a staff member, two customers and a few products, and prints
 // their tokens and ids, so that someone who just started the service can
 // call it at once. Products whose SKU exists are kept; actors are always
-// new, because a token cannot be shown twice. It prints the newest 100 products.
+// new, because a token cannot be shown twice. It prints what it made: the
+// three actors, and its four demo products, each marked created or kept by
+// an earlier seed; never another product of the database.
 func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	c, err := loadConfig(getenv, true)
 	if err != nil {
@@ -61,31 +67,49 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		out.Actors = append(out.Actors, seededActor{Name: a.Name, Role: a.Role, ActorID: res.Actor.ID.String(), Token: res.Token, CreditLimitCents: a.CreditLimitCents})
 	}
 	uc := app.New(runner, runner)
+	var kept []string
 	for _, p := range []app.CreateProductCommand{
 		{SKU: "DEMO-MUG", Name: "Enamel mug", PriceCents: 1200, Stock: 100},
 		{SKU: "DEMO-TEE", Name: "Cotton T-shirt", PriceCents: 2500, Stock: 50},
 		{SKU: "DEMO-CAP", Name: "Baseball cap", PriceCents: 1800, Stock: 10},
 		{SKU: "DEMO-PEN", Name: "Ballpoint pen", PriceCents: 150, Stock: 1000},
 	} {
+		var made *domain.Product
 		_, err := uc.CreateProduct.Handle(ctx, p, app.Call[*domain.Product]{
 			Principal: staff,
-			Render:    func(*domain.Product) (app.Receipt, error) { return app.Receipt{}, nil },
+			Render:    func(p *domain.Product) (app.Receipt, error) { made = p; return app.Receipt{}, nil },
 		})
-		if err != nil && domain.ErrorCode(err) != domain.CodeSKUTaken {
+		switch {
+		case err == nil:
+			out.Products = append(out.Products, seededProduct{ID: made.ID().String(), SKU: p.SKU, Stock: p.Stock, Created: true})
+		case domain.ErrorCode(err) == domain.CodeSKUTaken:
+			kept = append(kept, p.SKU)
+		default:
 			return fmt.Errorf("seed product %s: %w", p.SKU, err)
 		}
 	}
-	// Every product, including demo products seeded by an earlier run.
-	products, err := uc.ListProducts.Handle(ctx, app.Page{Limit: 100})
-	if err != nil {
-		return err
-	}
-	for _, p := range products {
-		level, err := uc.GetStock.Handle(ctx, p.ID(), 0)
+	// Demo products of an earlier seed: found by SKU, newest first.
+	for page := (app.Page{Limit: 100}); len(kept) > 0; {
+		products, err := uc.ListProducts.Handle(ctx, page)
 		if err != nil {
-			return fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
+			return err
 		}
-		out.Products = append(out.Products, seededProduct{ID: p.ID().String(), SKU: string(p.SKU()), Stock: level.Stock()})
+		for _, p := range products {
+			i := slices.Index(kept, string(p.SKU()))
+			if i < 0 {
+				continue
+			}
+			kept = slices.Delete(kept, i, i+1)
+			level, err := uc.GetStock.Handle(ctx, p.ID(), 0)
+			if err != nil {
+				return fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
+			}
+			out.Products = append(out.Products, seededProduct{ID: p.ID().String(), SKU: string(p.SKU()), Stock: level.Stock()})
+		}
+		if len(products) < page.Limit {
+			break
+		}
+		page.Before = products[len(products)-1].ID()
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -145,7 +145,7 @@ func TestNewProductPatch(t *testing.T) {
 		{"name only", str("New"), nil, nil},
 		{"price only", nil, num(0), nil},
 		{"both", str("New"), num(100), nil},
-		{"neither", nil, nil, []string{""}},
+		{"neither", nil, nil, []string{"name", "price_cents"}},
 		{"empty name", str(""), nil, []string{"name"}},
 		{"negative price", nil, num(-1), []string{"price_cents"}},
 		{"both broken", str(strings.Repeat("n", 201)), num(-5), []string{"name", "price_cents"}},

@@ -96,7 +96,10 @@ func NewProductPatch(name *string, priceCents *int64) (ProductPatch, error) {
 	var v Validation
 	var patch ProductPatch
 	if name == nil && priceCents == nil {
-		v.Add("", "at least one of name and price_cents is required")
+		// Each field the caller could send is named, so that a client
+		// that marks errors by field path has a place to show this one.
+		v.Add("name", "at least one of name and price_cents is required")
+		v.Add("price_cents", "at least one of name and price_cents is required")
 	}
 	if name != nil {
 		n, err := ParseName(*name)

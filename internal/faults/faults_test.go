@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -247,14 +246,10 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 // are not about.
 var patientWaits = []string{"DB_STATEMENT_TIMEOUT=30s", "DB_LOCK_TIMEOUT=10s", "IDEMPOTENCY_WAIT=10s", "REQUEST_TIMEOUT=30s"}
 
+// buildAPI returns the api binary, built once for the package's tests.
 func buildAPI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "api")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/ordersvc/ordersvc/cmd/api")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build api: %v\n%s", err, out)
-	}
-	return bin
+	return testkit.Binary(t, "github.com/ordersvc/ordersvc/cmd/api")
 }
 
 func actorCreate(t *testing.T, bin string, env []string, role string) string {

@@ -159,7 +159,7 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, p *Problem
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
-	_, _ = w.Write(body)
+	writeBody(w, body)
 }
 
 // statusClientClosed is logged when the caller went away mid-request.

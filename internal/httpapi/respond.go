@@ -52,8 +52,21 @@ func (s *Server) respond(w http.ResponseWriter, operation string, out app.Outcom
 		s.metrics.replays.WithLabelValues(operation).Inc()
 	}
 	w.WriteHeader(out.Receipt.Status)
-	_, _ = w.Write(out.Receipt.Body)
+	writeBody(w, out.Receipt.Body)
 	return nil
+}
+
+// writeBody writes a JSON body and ends it with a newline, so that a
+// terminal (curl -i) shows the next prompt or status line on a line of its
+// own. The newline is added here, when the body is sent, and never stored:
+// a replay sends the stored body through here too and matches the original
+// byte for byte, records kept from before included; fingerprints are of the
+// request, not of this body.
+func writeBody(w http.ResponseWriter, b []byte) {
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b[:len(b):len(b)], '\n')
+	}
+	_, _ = w.Write(b)
 }
 
 // writeJSON writes a query's result.
@@ -64,12 +77,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	writeBody(w, b)
 	return nil
 }
 
-// errNoSuchResource answers a path that names nothing.
-var errNoSuchResource = domain.Errorf(domain.CodeNotFound, "no such resource")
+// errNoSuchResource answers a path that names nothing: an unknown route, a
+// malformed id, or an id with no row behind it all get the one detail of
+// domain.ErrNotFound.
+var errNoSuchResource = domain.ErrNotFound
 
 // pathID reads the {id} parameter. A malformed id names no resource: 404.
 func pathID(r *http.Request) (uuid.UUID, error) {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
@@ -30,6 +31,9 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.traced())
 	}
 	r.Use(withRequestID, s.observe)
+	// HEAD on every GET route (RFC 9110 §9.3.2): the GET handler runs and
+	// net/http sends its headers without the body.
+	r.Use(middleware.GetHead)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error { return errNoSuchResource }))
 	r.MethodNotAllowed(s.handle(func(_ http.ResponseWriter, r *http.Request) error {
 		return domain.Errorf(domain.CodeMethodNotAllowed, "method %s is not allowed here", r.Method)

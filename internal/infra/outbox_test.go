@@ -212,7 +212,7 @@ func dispatchRace(t *testing.T, pool *pgxpool.Pool, rcv *receiver, dispatchers .
 	seedEvents(t, pool, events, `{}`)
 	began := time.Now()
 	stop := start(dispatchers...)
-	waitFor(t, 60*time.Second, "every event delivered", func() bool {
+	waitFor(t, 2*time.Minute, "every event delivered", func() bool {
 		return queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state <> 'delivered'`) == 0
 	})
 	stop()
@@ -474,7 +474,7 @@ func TestWebhookStatusPolicy(t *testing.T) {
 	cfg.MaxAttempts, cfg.HTTPTimeout, cfg.ClaimTimeout = 3, 3*time.Second, 10*time.Second
 	d, reg := newDispatcher(t, pool, cfg)
 	stop := start(d)
-	waitFor(t, 60*time.Second, "every event finished", func() bool {
+	waitFor(t, 2*time.Minute, "every event finished", func() bool {
 		return queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state IN ('pending', 'claimed')`) == 0
 	})
 	stop()

@@ -203,7 +203,9 @@ func placementsDuringDeletion(t *testing.T, remove func(e *testkit.Env, started 
 // timeout.
 func TestPlacementsDoNotStallDuringLargeOutboxDeletion(t *testing.T) {
 	t.Parallel()
+	// The two run at once, each on a database of its own.
 	t.Run("bounded batches, advisory lock", func(t *testing.T) {
+		t.Parallel()
 		statuses := placementsDuringDeletion(t, func(e *testkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
 			return infra.NewOutboxRetention(e.Pool, testkit.Logger(t), nil, infra.RetentionConfig{Retention: retention}).DeleteOnce(context.Background())
 		})
@@ -212,6 +214,7 @@ func TestPlacementsDoNotStallDuringLargeOutboxDeletion(t *testing.T) {
 		}
 	})
 	t.Run("naive table-locked unbounded delete is caught", func(t *testing.T) {
+		t.Parallel()
 		statuses := placementsDuringDeletion(t, func(e *testkit.Env, started chan<- struct{}, placed <-chan struct{}) (int64, error) {
 			ctx := context.Background()
 			tx, err := e.Pool.Begin(ctx)

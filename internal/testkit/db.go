@@ -2,7 +2,8 @@
 // real HTTP handler on top of it. It is imported only by tests.
 //
 // The database server comes from TEST_DATABASE_URL when it is set (any
-// superuser connection string), and otherwise from testcontainers-go, which
+// superuser connection string; in the environment, or in the .env beside
+// go.mod, which `go test` reads too: dotenv.go), and otherwise from testcontainers-go, which
 // starts TEST_POSTGRES_IMAGE (default postgres:17-alpine) once per test
 // binary. Migrations run once into a template database; each test then gets
 // CREATE DATABASE … TEMPLATE, dropped in t.Cleanup, so tests run in parallel
@@ -16,10 +17,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -63,6 +67,7 @@ var (
 // server returns the admin connection string of the test server, starting a
 // container the first time when TEST_DATABASE_URL is not set.
 func server() (string, error) {
+	loadDotEnv()
 	serverOnce.Do(func() {
 		if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
 			adminURL = u
@@ -107,8 +112,15 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 
 // Run is Main without the exit: it returns the tests' exit code, for a
 // TestMain that checks more once the tests are done (goroutine leaks).
+// It raises the default number of parallel tests (see parallelism).
 func Run(m *testing.M) int {
+	loadDotEnv()
+	if err := parallelism(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	code := m.Run()
+	removeBinaries()
 	stopPgBouncer()
 	stopStandby()
 	if container != nil {
@@ -117,6 +129,40 @@ func Run(m *testing.M) int {
 		cancel()
 	}
 	return code
+}
+
+// DefaultParallel is how many tests of a package run at once, per CPU, when
+// neither -parallel nor TEST_PARALLEL says otherwise. Go's default is one per
+// CPU, made for tests that compute; these wait, on PostgreSQL, on gates that
+// force an interleaving, on lock timeouts that prove a naive variant wrong,
+// on child processes, and a CPU would sit idle through most of each. Every
+// test has a database of its own (DB), so running more of them at once
+// changes no outcome, only how long the package takes.
+const DefaultParallel = 2
+
+// parallelism sets -test.parallel to TEST_PARALLEL, or to DefaultParallel
+// per CPU, unless the command line set it or the run fuzzes.
+func parallelism() error {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	// Fuzzing reads -parallel as its number of worker processes, which
+	// compute: one per CPU, Go's default, is right for them.
+	fuzzing := flag.Lookup("test.fuzz") != nil && flag.Lookup("test.fuzz").Value.String() != ""
+	if set || fuzzing || flag.Lookup("test.parallel") == nil {
+		return nil
+	}
+	n := DefaultParallel * runtime.GOMAXPROCS(0)
+	if v := os.Getenv("TEST_PARALLEL"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 {
+			return fmt.Errorf("TEST_PARALLEL=%q: want a positive number of tests run at once", v)
+		}
+		n = p
+	}
+	return flag.Set("test.parallel", strconv.Itoa(n))
 }
 
 // template migrates a template database once per server and schema: its name
