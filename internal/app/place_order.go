@@ -53,8 +53,8 @@ type PlaceOrderCommand struct {
 
 // Handle runs the command.
 func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call[*domain.Order]) (Outcome, error) {
-	if call.Principal.Role != domain.RoleCustomer {
-		return Outcome{}, domain.Errorf(domain.CodeForbidden, "only customers place orders")
+	if err := requireCustomer(call.Principal); err != nil {
+		return Outcome{}, err
 	}
 	customer := call.Principal.ID
 	ids := make([]uuid.UUID, len(cmd.Lines))

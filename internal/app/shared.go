@@ -9,6 +9,23 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
+// StaffOnly and CustomersOnly are the role rules of the use cases, exported
+// for a transport that refuses a caller before it reads the request (the
+// HTTP layer answers 403 before it asks for a key or a precondition). The
+// use cases check them again: they stay the authority.
+var (
+	StaffOnly     = requireStaff
+	CustomersOnly = requireCustomer
+)
+
+// requireCustomer refuses callers without the customer role.
+func requireCustomer(p Principal) error {
+	if p.Role != domain.RoleCustomer {
+		return domain.Errorf(domain.CodeForbidden, "only customers place orders")
+	}
+	return nil
+}
+
 // requireStaff refuses callers without the staff role.
 func requireStaff(p Principal) error {
 	if !p.IsStaff() {

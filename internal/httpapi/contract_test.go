@@ -124,6 +124,18 @@ func TestContractForbiddenRoles(t *testing.T) {
 	wantProblem(t, "staff places an order", e.Do("POST", "/v1/orders", e.Staff.Token,
 		map[string]any{"lines": []any{map[string]any{"product_id": id, "quantity": 1}}}, "Idempotency-Key", "s1"),
 		http.StatusForbidden, "forbidden")
+	// The role is refused first: a caller who may not call the operation is
+	// not told to add a key, a precondition or a valid body first.
+	wantProblem(t, "customer adjusts stock without a key", e.Do("POST", adjustPath(id), customer.Token,
+		map[string]any{"delta": 1, "reason": "x"}), http.StatusForbidden, "forbidden")
+	wantProblem(t, "customer patches a product without If-Match", e.Do("PATCH", "/v1/products/"+id, customer.Token,
+		map[string]any{"name": "y"}), http.StatusForbidden, "forbidden")
+	wantProblem(t, "customer ships without If-Match", e.Do("POST", "/v1/orders/"+uuid.NewString()+"/ship", customer.Token, nil),
+		http.StatusForbidden, "forbidden")
+	wantProblem(t, "customer refunds without a key", e.Do("POST", "/v1/orders/"+uuid.NewString()+"/refunds", customer.Token,
+		map[string]any{"amount_cents": 1, "reason": "x"}), http.StatusForbidden, "forbidden")
+	wantProblem(t, "staff places an order without a key, with a bad body", e.Do("POST", "/v1/orders", e.Staff.Token,
+		map[string]any{"nope": 1}), http.StatusForbidden, "forbidden")
 	if n := e.QueryInt(`SELECT count(*) FROM products`); n != 1 {
 		t.Errorf("%d products, want 1", n)
 	}
@@ -151,6 +163,17 @@ func TestContractNotFoundAndMethodNotAllowed(t *testing.T) {
 		http.StatusMethodNotAllowed, "method_not_allowed")
 	wantProblem(t, "PUT /v1/products", e.Do("PUT", "/v1/products", e.Staff.Token, nil), http.StatusMethodNotAllowed, "method_not_allowed")
 	wantProblem(t, "POST /healthz", e.Do("POST", "/healthz", "", nil), http.StatusMethodNotAllowed, "method_not_allowed")
+	// A 405 says what the route allows (RFC 9110 §15.5.6).
+	for path, want := range map[string]string{
+		"/v1/products/" + uuid.NewString(): "GET, HEAD, PATCH",
+		"/v1/products":                     "GET, HEAD, POST",
+		"/healthz":                         "GET, HEAD",
+		"/v1/orders/" + uuid.NewString() + "/refunds": "POST",
+	} {
+		if got := e.Do("DELETE", path, e.Staff.Token, nil); got.Status != http.StatusMethodNotAllowed || got.Header.Get("Allow") != want {
+			t.Errorf("DELETE %s: %d, Allow %q, want 405 with Allow %q", path, got.Status, got.Header.Get("Allow"), want)
+		}
+	}
 
 	alice, bob := e.NewActor("customer", 1_000_00), e.NewActor("customer", 1_000_00)
 	pid := e.NewProduct(100, 10)

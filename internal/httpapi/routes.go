@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
@@ -35,8 +37,9 @@ func (s *Server) routes() chi.Router {
 	// net/http sends its headers without the body.
 	r.Use(middleware.GetHead)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error { return errNoSuchResource }))
-	r.MethodNotAllowed(s.handle(func(_ http.ResponseWriter, r *http.Request) error {
-		return domain.Errorf(domain.CodeMethodNotAllowed, "method %s is not allowed here", r.Method)
+	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, req *http.Request) error {
+		w.Header().Set("Allow", strings.Join(allowedMethods(r, req.URL.Path), ", ")) // RFC 9110 §15.5.6
+		return domain.Errorf(domain.CodeMethodNotAllowed, "method %s is not allowed here", req.Method)
 	}))
 
 	r.Get("/healthz", s.healthz)
@@ -51,24 +54,57 @@ func (s *Server) routes() chi.Router {
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.admitted, s.withDeadline, s.authenticate)
+		// Operations of one role refuse every other role first (403), before
+		// the key, the precondition or the body are looked at.
+		staff, customers := r.With(s.only(app.StaffOnly)), r.With(s.only(app.CustomersOnly))
 
-		r.Post("/products", s.handle(s.createProduct))
+		staff.Post("/products", s.handle(s.createProduct))
 		r.Get("/products", s.handle(s.listProducts))
 		r.Get("/products/{id}", s.handle(s.getProduct))
-		r.Patch("/products/{id}", s.handle(s.updateProduct))
+		staff.Patch("/products/{id}", s.handle(s.updateProduct))
 		r.Get("/products/{id}/stock", s.handle(s.getStock))
-		r.Post("/products/{id}/stock-adjustments", s.handle(s.adjustStock))
+		staff.Post("/products/{id}/stock-adjustments", s.handle(s.adjustStock))
 		r.Get("/stock", s.handle(s.listStock))
 
-		r.Post("/orders", s.handle(s.placeOrder))
+		customers.Post("/orders", s.handle(s.placeOrder))
 		r.Get("/orders", s.handle(s.listOrders))
 		r.Get("/orders/{id}", s.handle(s.getOrder))
 		r.Post("/orders/{id}/cancel", s.handle(s.cancelOrder))
-		r.Post("/orders/{id}/ship", s.handle(s.shipOrder))
+		staff.Post("/orders/{id}/ship", s.handle(s.shipOrder))
 		r.Post("/orders/{id}/payments", s.handle(s.recordPayment))
-		r.Post("/orders/{id}/refunds", s.handle(s.recordRefund))
+		staff.Post("/orders/{id}/refunds", s.handle(s.recordRefund))
 
-		r.Post("/actors/{id}/deactivate", s.handle(s.deactivateActor))
+		staff.Post("/actors/{id}/deactivate", s.handle(s.deactivateActor))
 	})
 	return r
+}
+
+// only refuses a caller whose role may not call the operation (403
+// forbidden) before its handler reads anything: a customer is not told to
+// add an Idempotency-Key or an If-Match only to be refused afterwards.
+func (s *Server) only(rule func(app.Principal) error) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+			if err := rule(principal(r)); err != nil {
+				return err
+			}
+			next.ServeHTTP(w, r)
+			return nil
+		})
+	}
+}
+
+// allowedMethods lists the methods router serves at path, for the Allow
+// header of a 405; HEAD wherever GET is (middleware.GetHead).
+func allowedMethods(router *chi.Mux, path string) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+			if m == http.MethodGet {
+				allowed = append(allowed, http.MethodHead)
+			}
+		}
+	}
+	return allowed
 }
