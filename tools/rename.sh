@@ -7,7 +7,7 @@
 # MODULE replaces the module path github.com/ordersvc/ordersvc in every
 # go.mod, import and document. NAME (default: the last element of MODULE,
 # lower-cased, without characters other than a-z and 0-9) then replaces every
-# remaining "ordersvc" (and "ORDERSVC"): metric prefixes, problem type URIs,
+# remaining "ordersvc" (and "ORDERSVC", "Ordersvc"): metric prefixes, alert names, problem type URIs,
 # advisory lock names, container labels, image names, database name prefixes
 # of the tests, the README's title. See docs/template.md for what each one is.
 # LICENSE keeps its copyright notice: add your own line, keep the original.
@@ -32,6 +32,7 @@ name=${2:-$(basename "$module" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9')}
 # literals: lower-case letters and digits, starting with a letter.
 [[ $name =~ ^[a-z][a-z0-9]*$ ]] || die "NAME \"$name\" must be lower-case letters and digits, starting with a letter (give it as the second argument)"
 upper=$(tr 'a-z' 'A-Z' <<<"$name")
+title=${name^} # alert names: OrdersvcOutboxLagging -> ShopOutboxLagging
 
 [ -f go.mod ] || die "run it in the directory that holds go.mod"
 if grep -q "^module $module\$" go.mod; then
@@ -60,6 +61,7 @@ for f in "${files[@]}"; do
 		-e "s|$old_module|$module|g" \
 		-e "s|$old_name|$name|g" \
 		-e "s|ORDERSVC|$upper|g" \
+		-e "s|Ordersvc|$title|g" \
 		"$f"
 done
 printf 'rename: module %s -> %s, name %s -> %s, %d files changed\n' "$old_module" "$module" "$old_name" "$name" "${#files[@]}" >&2
