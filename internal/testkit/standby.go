@@ -47,6 +47,14 @@ var (
 	standbyErr  error
 	standbyProc *exec.Cmd
 	standbyDir  string
+	// standbySlot is the physical replication slot the standby streams
+	// through, on the server it copies: the server keeps every WAL segment
+	// the standby has not received, so that the standby, which the tests
+	// hold behind for a while, never finds a segment the server already
+	// removed ("requested WAL segment … has already been removed") while
+	// parallel tests write much WAL. Dropped when the test binary ends.
+	standbySlot = fmt.Sprintf("ordersvc_standby_%d", os.Getpid())
+	standbyFrom string // the server the slot lives on
 )
 
 // StandbyOf returns the test server's standby, making it the first time.
@@ -86,6 +94,9 @@ func makeStandby(admin string) (*Standby, error) {
 	}
 	var version, maxConns int
 	err = conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int / 10000, current_setting('max_connections')::int`).Scan(&version, &maxConns)
+	if err == nil {
+		err = dropAbandonedSlots(ctx, conn)
+	}
 	conn.Close(ctx)
 	if err != nil {
 		return nil, err
@@ -100,7 +111,9 @@ func makeStandby(admin string) (*Standby, error) {
 	}
 	standbyDir = dir
 	data := filepath.Join(dir, "data")
-	backup := exec.CommandContext(ctx, filepath.Join(bin, "pg_basebackup"), "-d", admin, "-D", data, "-R", "-X", "stream", "-c", "fast")
+	backup := exec.CommandContext(ctx, filepath.Join(bin, "pg_basebackup"), "-d", admin, "-D", data, "-R", "-X", "stream", "-c", "fast",
+		"-C", "-S", standbySlot)
+	standbyFrom = admin
 	if err := asPostgresOwner(backup, dir); err != nil {
 		return nil, err
 	}
@@ -151,7 +164,8 @@ func makeContainerStandby(admin string) (*Standby, error) {
 		return nil, err
 	}
 	for _, cmd := range [][]string{
-		{"pg_basebackup", "-h", "/var/run/postgresql", "-U", "postgres", "-D", "/tmp/standby", "-R", "-X", "stream", "-c", "fast"},
+		{"pg_basebackup", "-h", "/var/run/postgresql", "-U", "postgres", "-D", "/tmp/standby", "-R", "-X", "stream", "-c", "fast",
+			"-C", "-S", standbySlot},
 		{"pg_ctl", "-D", "/tmp/standby", "-l", "/tmp/standby.log", "-w", "start", "-o",
 			"-p 5433 -c listen_addresses=* -c hot_standby=on -c hot_standby_feedback=on -c max_connections=" + strconv.Itoa(maxConns)},
 	} {
@@ -183,6 +197,31 @@ func makeContainerStandby(admin string) (*Standby, error) {
 		b, _ := io.ReadAll(out)
 		return string(b)
 	})
+}
+
+// dropAbandonedSlots drops the standby slots of test binaries that ended
+// without dropping theirs (killed): a slot nobody streams from would keep
+// WAL on the server for ever. A slot is abandoned when it is inactive and
+// the process its name carries no longer runs.
+func dropAbandonedSlots(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'ordersvc_standby_%' AND NOT active`)
+	if err != nil {
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		pid, err := strconv.Atoi(name[len("ordersvc_standby_"):])
+		if err != nil || processRuns(pid) {
+			continue
+		}
+		if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, name); err != nil {
+			return fmt.Errorf("drop the abandoned slot %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // maxConnections is the server's max_connections: a hot standby needs at
@@ -227,6 +266,14 @@ func stopStandby() {
 	}
 	if standbyDir != "" {
 		_ = os.RemoveAll(standbyDir)
+	}
+	if standbyFrom != "" { // the standby is gone: the server need keep no WAL for it
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, standbyFrom); err == nil {
+			_, _ = c.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, standbySlot)
+			c.Close(ctx)
+		}
 	}
 }
 

@@ -36,3 +36,9 @@ func asPostgresOwner(cmd *exec.Cmd, dir string) error {
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	return nil
 }
+
+// processRuns says whether a process with this pid runs on this machine.
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}
