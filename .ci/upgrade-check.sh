@@ -3,7 +3,8 @@
 # (UPGRADE_BUDGET seconds, default 360): the previous release as two
 # replicas under load, the new `api migrate up`, a rolling replacement, the
 # contract migration. The fixed procedure must meet every goal, from the
-# release before 00005 and from the round-1 release (schema 00003); the naive
+# release before 00005, from the round-1 release (schema 00003) and from the
+# previous landed release (35cbd62, schema 00006); the naive
 # variant (the unsafe 00005 of .ci/upgrade/testdata) must miss one.
 # Needs TEST_DATABASE_URL (a superuser connection string) and this clone's
 # history back to the previous release (UPGRADE_FROM overrides it).
@@ -43,4 +44,8 @@ if git cat-file -e 505207a^{commit} 2>/dev/null; then
 else
 	echo "505207a is not in this clone: skipped" >&2
 fi
+echo "--- the previous landed release (35cbd62, schema 00006) to this one (must meet every goal)"
+git cat-file -e 35cbd62^{commit} 2>/dev/null || { echo "35cbd62 is not in this clone: clone with its history" >&2; exit 1; }
+timeout -k 10 "$(left)" "$bin/upgrade" -variant fixed -from 35cbd62 -phase 2s
+
 echo "upgrade check done in $(( $(date +%s) - start ))s"
