@@ -9,8 +9,9 @@
 -- Safe to run while the previous binary serves (expand only):
 -- - ADD COLUMN with a constant default is metadata only since PostgreSQL 11:
 --   no rewrite, no scan. It takes ACCESS EXCLUSIVE on orders for that
---   instant, so lock_timeout bounds the wait behind long transactions; when
---   it runs out the migration fails whole and can simply be run again.
+--   instant, so lock_timeout (1 s, below the service's DB_LOCK_TIMEOUT, as
+--   docs/migrations.md asks) bounds the wait behind long transactions; when
+--   it runs out the migration fails whole and `api migrate up` runs it again.
 -- - The CHECK is added NOT VALID: no scan under that exclusive lock, and
 --   every row inserted or updated from then on is checked. The rows already
 --   there hold the default 0, which satisfies it. Validating it inside this
@@ -26,7 +27,7 @@
 -- (sqlc expands *), so it never reads refunded_cents, and its inserts get the
 -- default 0. It refuses to cancel a paid order, which is the old rule and
 -- leaves every invariant intact.
-SET LOCAL lock_timeout = '5s';
+SET LOCAL lock_timeout = '1s';
 
 ALTER TABLE orders ADD COLUMN refunded_cents bigint NOT NULL DEFAULT 0;
 
@@ -49,7 +50,7 @@ CREATE TABLE refunds (
 CREATE INDEX refunds_order_id_idx ON refunds (order_id);
 
 -- +goose Down
-SET LOCAL lock_timeout = '5s';
+SET LOCAL lock_timeout = '1s';
 DROP TABLE refunds;
 ALTER TABLE outbox_events DROP CONSTRAINT outbox_events_type_check,
     ADD CONSTRAINT outbox_events_type_check CHECK (type IN ('order.placed', 'order.cancelled', 'order.shipped',
