@@ -68,3 +68,8 @@ func (s *Server) docsAsset(w http.ResponseWriter, r *http.Request) error {
 	_, _ = w.Write(b)
 	return nil
 }
+
+func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(openAPI)
+}

@@ -137,40 +137,47 @@ type entityTag struct {
 // elements are skipped, as RFC 9110 §5.6.1 asks. When an element is not an
 // entity tag, ok is false and bad is that element, cut at the next comma.
 func entityTags(h string) (tags []entityTag, bad string, ok bool) {
-	i := 0
-	for {
-		for i < len(h) && (h[i] == ' ' || h[i] == '\t' || h[i] == ',') {
-			i++
+	for i := skip(h, 0, " \t,"); i < len(h); i = skip(h, i, " \t,") {
+		t, next, ok := scanTag(h, i)
+		if !ok {
+			return nil, element(h, i), false
 		}
-		if i == len(h) {
-			return tags, "", true
-		}
-		start := i
-		var t entityTag
-		if strings.HasPrefix(h[i:], "W/") {
-			t.weak = true
-			i += 2
-		}
-		if i == len(h) || h[i] != '"' {
-			return nil, element(h, start), false
-		}
-		j := i + 1
-		for j < len(h) && isETagc(h[j]) {
-			j++
-		}
-		if j == len(h) || h[j] != '"' {
-			return nil, element(h, start), false
-		}
-		t.opaque = h[i : j+1]
 		tags = append(tags, t)
-		i = j + 1
-		for i < len(h) && (h[i] == ' ' || h[i] == '\t') {
-			i++
-		}
-		if i < len(h) && h[i] != ',' {
-			return nil, element(h, start), false
-		}
+		i = next
 	}
+	return tags, "", true
+}
+
+// scanTag reads the entity tag of the list element that starts at h[i:],
+// and returns where the element ends (its comma, or the end of h); ok is
+// false when the element is not one entity tag.
+func scanTag(h string, i int) (t entityTag, end int, ok bool) {
+	if strings.HasPrefix(h[i:], "W/") {
+		t.weak = true
+		i += 2
+	}
+	if i == len(h) || h[i] != '"' {
+		return t, i, false
+	}
+	j := i + 1
+	for j < len(h) && isETagc(h[j]) {
+		j++
+	}
+	if j == len(h) || h[j] != '"' {
+		return t, j, false
+	}
+	t.opaque = h[i : j+1]
+	end = skip(h, j+1, " \t")
+	return t, end, end == len(h) || h[end] == ','
+}
+
+// skip returns the index of the first byte of h from i on that is not in
+// set.
+func skip(h string, i int, set string) int {
+	for i < len(h) && strings.IndexByte(set, h[i]) >= 0 {
+		i++
+	}
+	return i
 }
 
 // isETagc is etagc: %x21 / %x23-7E / obs-text.

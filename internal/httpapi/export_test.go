@@ -21,3 +21,24 @@ func MoveFormToNextVersion(s *Server, operation string, keepPrevious bool) {
 	}
 	s.forms = forms
 }
+
+// Operation is an entry of the operations table as the check against the
+// OpenAPI document reads it.
+type Operation struct {
+	Name, Method, Route string
+	Status              int
+	Key                 string // "required", "optional", or "" for none
+	IfMatch             bool
+	Restricted          bool // an access rule: only some roles may call it (403)
+}
+
+// Operations lists the operations table.
+func Operations() []Operation {
+	keys := map[keyRule]string{keyNone: "", keyAccepted: "optional", keyRequired: "required"}
+	out := make([]Operation, len(operations))
+	for i, op := range operations {
+		out[i] = Operation{Name: op.name, Method: op.method, Route: op.route, Status: op.status, Key: keys[op.key],
+			IfMatch: op.ifMatch, Restricted: op.access != nil}
+	}
+	return out
+}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
@@ -25,8 +24,9 @@ import (
 // one request. The operation name stands for the route (method and
 // pattern): the key's scope already includes it.
 //
-// Adding an operation: one entry in fingerprintForms, and one golden line
-// in TestFingerprintGolden (the test fails until it is there).
+// Adding an operation: its form in its entry of the operations table
+// (operations.go), and one golden line in TestFingerprintGolden (the test
+// fails until it is there).
 //
 // Changing a form (a field added to the request, say): never edit a form in
 // place. Add the new form, version+1, in front of the old one; the old one
@@ -42,86 +42,9 @@ import (
 // they recorded still replays when retried after the upgrade (the contract:
 // a retry across an upgrade replays, never 422). Remove the legacyForm
 // entries in a release shipped at least one IDEMPOTENCY_TTL after this one.
-var fingerprintForms = map[string][]fingerprintForm{
-	"createProduct": {formOf(1, func(c app.CreateProductCommand) canonical {
-		return canonical{"sku": c.SKU, "name": c.Name, "price_cents": c.PriceCents, "stock": c.Stock}
-	}), legacyForm("POST", "/v1/products", nil, func(c app.CreateProductCommand) any {
-		return struct {
-			SKU        string
-			Name       string
-			PriceCents int64
-			Stock      int64
-		}{c.SKU, c.Name, c.PriceCents, c.Stock}
-	})},
-	"updateProduct": {formOf(1, func(c app.UpdateProductCommand) canonical {
-		return canonical{"product_id": id(c.ID), "if_match": versionSet(c.Expected), "name": c.Name, "price_cents": c.PriceCents}
-	}), legacyForm("PATCH", "/v1/products/{id}", func(c app.UpdateProductCommand) uuid.UUID { return c.ID }, func(c app.UpdateProductCommand) any {
-		return struct {
-			ID         uuid.UUID
-			Expected   []int64
-			Name       *string
-			PriceCents *int64
-		}{c.ID, versionList(c.Expected), c.Name, c.PriceCents}
-	})},
-	"adjustStock": {formOf(1, func(c app.AdjustStockCommand) canonical {
-		return canonical{"product_id": id(c.ProductID), "delta": c.Delta, "reason": c.Reason}
-	}), legacyForm("POST", "/v1/products/{id}/stock-adjustments", func(c app.AdjustStockCommand) uuid.UUID { return c.ProductID }, func(c app.AdjustStockCommand) any {
-		return struct {
-			ProductID uuid.UUID
-			Delta     int64
-			Reason    string
-		}{c.ProductID, c.Delta, c.Reason}
-	})},
-	"placeOrder": {formOf(1, func(c app.PlaceOrderCommand) canonical {
-		lines := make([]canonical, len(c.Lines)) // in the order sent: it is the order's line order
-		for i, l := range c.Lines {
-			lines[i] = canonical{"product_id": id(l.ProductID), "quantity": int64(l.Quantity)}
-		}
-		return canonical{"lines": lines}
-	}), legacyForm("POST", "/v1/orders", nil, func(c app.PlaceOrderCommand) any {
-		type line struct {
-			ProductID uuid.UUID
-			Quantity  int32
-		}
-		lines := make([]line, len(c.Lines))
-		for i, l := range c.Lines {
-			lines[i] = line{l.ProductID, int32(l.Quantity)}
-		}
-		return struct{ Lines []line }{lines}
-	})},
-	"cancelOrder": {formOf(1, func(c app.CancelOrderCommand) canonical {
-		return canonical{"order_id": id(c.ID), "if_match": versionSet(c.Expected)}
-	}), legacyForm("POST", "/v1/orders/{id}/cancel", func(c app.CancelOrderCommand) uuid.UUID { return c.ID }, func(c app.CancelOrderCommand) any {
-		return struct {
-			ID       uuid.UUID
-			Expected []int64
-		}{c.ID, versionList(c.Expected)}
-	})},
-	"shipOrder": {formOf(1, func(c app.ShipOrderCommand) canonical {
-		return canonical{"order_id": id(c.ID), "if_match": versionSet(c.Expected)}
-	}), legacyForm("POST", "/v1/orders/{id}/ship", func(c app.ShipOrderCommand) uuid.UUID { return c.ID }, func(c app.ShipOrderCommand) any {
-		return struct {
-			ID       uuid.UUID
-			Expected []int64
-		}{c.ID, versionList(c.Expected)}
-	})},
-	"recordPayment": {formOf(1, func(c app.RecordPaymentCommand) canonical {
-		return canonical{"order_id": id(c.OrderID), "amount_cents": int64(c.Amount)}
-	}), legacyForm("POST", "/v1/orders/{id}/payments", func(c app.RecordPaymentCommand) uuid.UUID { return c.OrderID }, func(c app.RecordPaymentCommand) any {
-		return struct {
-			OrderID uuid.UUID
-			Amount  int64
-		}{c.OrderID, int64(c.Amount)}
-	})},
-	"recordRefund": {formOf(1, func(c app.RecordRefundCommand) canonical {
-		return canonical{"order_id": id(c.OrderID), "amount_cents": int64(c.Refund.Amount), "reason": c.Refund.Reason}
-	})},
-	"deactivateActor": {formOf(1, func(c app.DeactivateActorCommand) canonical {
-		return canonical{"actor_id": id(c.ID)}
-	}), legacyForm("POST", "/v1/actors/{id}/deactivate", func(c app.DeactivateActorCommand) uuid.UUID { return c.ID }, func(c app.DeactivateActorCommand) any {
-		return struct{ ID uuid.UUID }{c.ID}
-	})},
-}
+//
+// The forms of all keyed operations, by name, are fingerprintForms
+// (operations.go).
 
 // canonical is one form's content: frozen member names and values that
 // are strings, integers, optional ones (nil pointers are null), lists of
@@ -211,7 +134,7 @@ func versionSet(vs []domain.Version) []int64 {
 func fingerprints(forms map[string][]fingerprintForm, operation string, command any) (current, previous [32]byte, err error) {
 	fs := forms[operation]
 	if len(fs) == 0 || len(fs) > 2 {
-		return current, previous, fmt.Errorf("operation %q has %d fingerprint forms, want the current one and at most its previous one (fingerprint.go)", operation, len(fs))
+		return current, previous, fmt.Errorf("operation %q has %d fingerprint forms, want the current one and at most its previous one (operations.go)", operation, len(fs))
 	}
 	if current, err = fs[0].sum(operation, command); err != nil || len(fs) == 1 {
 		return current, previous, err

@@ -129,7 +129,7 @@ func BenchmarkIfMatchList(b *testing.B) {
 // placed order: the receipt that is both sent and stored for replay.
 func BenchmarkRenderOrder(b *testing.B) {
 	o := benchOrder()
-	render := renderOrder(http.StatusCreated, true)
+	render := receiptOf(http.StatusCreated, entity(toOrderJSON, "/v1/orders"))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := render(o); err != nil {

@@ -9,12 +9,13 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
-// keyRule says whether an operation needs an Idempotency-Key.
+// keyRule says whether an operation takes an Idempotency-Key.
 type keyRule int
 
 const (
-	keyAccepted keyRule = iota + 1
-	keyRequired
+	keyNone     keyRule = iota // a query, or an endpoint outside /v1
+	keyAccepted                // optional: without one, a retry runs again
+	keyRequired                // 400 idempotency_key_required without one
 )
 
 // parseKey reads the Idempotency-Key header: 1 to 255 printable ASCII
@@ -29,37 +30,52 @@ func parseKey(h []string) (key string, present bool, ok bool) {
 	}
 	v := trimOWS(h[0])
 	if strings.HasPrefix(v, `"`) {
-		var b strings.Builder
-		if len(v) < 2 || !strings.HasSuffix(v, `"`) {
+		if v, ok = unquote(v); !ok {
 			return "", true, false
 		}
-		inner := v[1 : len(v)-1]
-		for i := 0; i < len(inner); i++ {
-			c := inner[i]
-			switch {
-			case c == '\\':
-				i++
-				if i == len(inner) || (inner[i] != '"' && inner[i] != '\\') {
-					return "", true, false
-				}
-				b.WriteByte(inner[i])
-			case c == '"':
-				return "", true, false
-			default:
-				b.WriteByte(c)
-			}
-		}
-		v = b.String()
 	}
-	if len(v) < 1 || len(v) > 255 {
+	if !printableKey(v) {
 		return "", true, false
+	}
+	return v, true, true
+}
+
+// unquote reads an RFC 8941 sf-string: between double quotes, with \" and
+// \\ as the only escapes and no bare double quote.
+func unquote(v string) (string, bool) {
+	if len(v) < 2 || !strings.HasSuffix(v, `"`) {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if c == '"' {
+			return "", false
+		}
+		if c == '\\' {
+			i++
+			if i == len(inner) || (inner[i] != '"' && inner[i] != '\\') {
+				return "", false
+			}
+			c = inner[i]
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), true
+}
+
+// printableKey: 1 to 255 printable ASCII characters.
+func printableKey(v string) bool {
+	if len(v) < 1 || len(v) > 255 {
+		return false
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] < 0x20 || v[i] > 0x7e {
-			return "", true, false
+			return false
 		}
 	}
-	return v, true, true
+	return true
 }
 
 // Refusals of the Idempotency-Key header.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 
+	"github.com/ordersvc/ordersvc/internal/httpapi"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
@@ -188,6 +190,66 @@ func TestOpenAPIConformanceInProgress(t *testing.T) {
 	c.want(c.do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 1, "reason": "x"}, "Idempotency-Key", "slow"), 409, "idempotency_in_progress")
 	stop.Release()
 	<-first
+}
+
+// TestOperationsMatchTheDocument: every operation of the table
+// (operations.go) is in openapi.yaml under its name, method and route, with
+// its success status, its Idempotency-Key and If-Match parameters (required
+// or not), a 403 answer exactly when it has an access rule, and no
+// credentials outside /v1; and every operation of the document is in the
+// table.
+func TestOperationsMatchTheDocument(t *testing.T) {
+	t.Parallel()
+	doc, err := apiDoc()
+	if err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	inTable := map[string]bool{}
+	for _, want := range httpapi.Operations() {
+		inTable[want.Method+" "+want.Route] = true
+		item := doc.Paths.Value(want.Route)
+		if item == nil || item.GetOperation(want.Method) == nil {
+			t.Errorf("%s: %s %s is not in the document", want.Name, want.Method, want.Route)
+			continue
+		}
+		op := item.GetOperation(want.Method)
+		if got := documented(want.Method, want.Route, item, op); got != want {
+			t.Errorf("%s %s:\n table    %+v\n document %+v", want.Method, want.Route, want, got)
+		}
+		if public := op.Security != nil && len(*op.Security) == 0; public == strings.HasPrefix(want.Route, "/v1/") {
+			t.Errorf("%s %s: public in the document %v, but only the routes outside /v1 are", want.Method, want.Route, public)
+		}
+	}
+	for route, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if !inTable[method+" "+route] {
+				t.Errorf("operation %s (%s %s) of the document is not in the table", op.OperationID, method, route)
+			}
+		}
+	}
+}
+
+// documented reads an operation of the document as the table declares one.
+func documented(method, route string, item *openapi3.PathItem, op *openapi3.Operation) httpapi.Operation {
+	got := httpapi.Operation{Name: op.OperationID, Method: method, Route: route}
+	for code := range op.Responses.Map() {
+		if n, err := strconv.Atoi(code); err == nil && n >= 200 && n < 300 {
+			got.Status = n
+		}
+	}
+	got.Restricted = op.Responses.Value("403") != nil
+	for _, p := range append(slices.Clone(item.Parameters), op.Parameters...) {
+		switch {
+		case p.Value.In != "header":
+		case p.Value.Name == "Idempotency-Key" && p.Value.Required:
+			got.Key = "required"
+		case p.Value.Name == "Idempotency-Key":
+			got.Key = "optional"
+		case p.Value.Name == "If-Match":
+			got.IfMatch = p.Value.Required
+		}
+	}
+	return got
 }
 
 func conformOperations(c *conformance) {

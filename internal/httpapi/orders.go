@@ -42,16 +42,6 @@ func toOrderJSON(o *domain.Order) orderJSON {
 	}
 }
 
-func renderOrder(status int, withLocation bool) func(*domain.Order) (app.Receipt, error) {
-	return func(o *domain.Order) (app.Receipt, error) {
-		h := map[string]string{"ETag": etag(o.Version())}
-		if withLocation {
-			h["Location"] = "/v1/orders/" + o.ID().String()
-		}
-		return receipt(status, toOrderJSON(o), h)
-	}
-}
-
 type placeOrderIn struct {
 	Lines *[]orderLineIn `json:"lines"`
 }
@@ -61,123 +51,72 @@ type orderLineIn struct {
 	Quantity  *int64  `json:"quantity"`
 }
 
-func (s *Server) placeOrder(w http.ResponseWriter, r *http.Request) error {
-	pr := principal(r)
-	if err := keyPresent(r); err != nil {
-		return err
-	}
-	var in placeOrderIn
-	if err := decode(w, r, &in, false); err != nil {
-		return err
-	}
+func (s *Server) placeOrder(op operation) http.Handler {
+	return keyed(s, op, placeOrderIn.command, s.app.PlaceOrder.Handle, entity(toOrderJSON, op.route))
+}
+
+// command checks that every line names a product and a quantity, then
+// parses the lines.
+func (in placeOrderIn) command(target) (app.PlaceOrderCommand, error) {
 	var v domain.Validation
 	required(&v, "lines", in.Lines)
 	if err := v.Err(); err != nil {
-		return err
+		return app.PlaceOrderCommand{}, err
 	}
 	ids := make([]string, len(*in.Lines))
 	qty := make([]int64, len(*in.Lines))
 	for i, l := range *in.Lines {
-		if l.ProductID == nil {
-			v.Add("lines["+strconv.Itoa(i)+"].product_id", "is required")
-		} else {
-			ids[i] = *l.ProductID
-		}
-		if l.Quantity == nil {
-			v.Add("lines["+strconv.Itoa(i)+"].quantity", "is required")
-		} else {
-			qty[i] = *l.Quantity
+		at := "lines[" + strconv.Itoa(i) + "]"
+		required(&v, at+".product_id", l.ProductID)
+		required(&v, at+".quantity", l.Quantity)
+		if l.ProductID != nil && l.Quantity != nil {
+			ids[i], qty[i] = *l.ProductID, *l.Quantity
 		}
 	}
 	if err := v.Err(); err != nil {
-		return err
+		return app.PlaceOrderCommand{}, err
 	}
 	lines, err := domain.ParseLineRequests(ids, qty)
-	if err != nil {
-		return err
-	}
-	cmd := app.PlaceOrderCommand{Lines: lines}
-	key, err := s.idempotencyKey(r, pr, "placeOrder", keyRequired, cmd)
-	if err != nil {
-		return err
-	}
-	out, err := s.app.PlaceOrder.Handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusCreated, true)})
-	return s.respond(w, "placeOrder", out, err)
+	return app.PlaceOrderCommand{Lines: lines}, err
 }
 
-func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	o, err := s.app.GetOrder.Handle(r.Context(), principal(r), id, seenVersion(r.Header.Values("If-None-Match")))
-	if err != nil {
-		return err
-	}
-	if notModified(w, r, o.Version()) {
-		return nil
-	}
-	return writeJSON(w, http.StatusOK, toOrderJSON(o))
+func (s *Server) getOrder(operation) http.Handler {
+	return getOne(s, func(ctx context.Context, id uuid.UUID, seen app.Seen) (*domain.Order, error) {
+		return s.app.GetOrder.Handle(ctx, callerOf(ctx), id, seen)
+	}, toOrderJSON)
 }
 
-func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageOf(r)
-	if err != nil {
-		return err
-	}
-	want := page.Limit
-	page.Limit++
-	os, err := s.app.ListOrders.Handle(r.Context(), principal(r), page)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, newList(os, want, (*domain.Order).ID, toOrderJSON))
+func (s *Server) listOrders(operation) http.Handler {
+	return listPage(s, func(ctx context.Context, page app.Page) ([]*domain.Order, error) {
+		return s.app.ListOrders.Handle(ctx, callerOf(ctx), page)
+	}, (*domain.Order).ID, toOrderJSON)
 }
 
-func (s *Server) cancelOrder(w http.ResponseWriter, r *http.Request) error {
-	return transition(s, w, r, "cancelOrder", s.app.CancelOrder.Handle,
-		func(id uuid.UUID, expected []domain.Version) app.CancelOrderCommand {
-			return app.CancelOrderCommand{ID: id, Expected: expected}
-		})
+// cancelOrder and shipOrder take no body and require If-Match.
+func (s *Server) cancelOrder(op operation) http.Handler {
+	return keyed(s, op, func(_ noBody, at target) (app.CancelOrderCommand, error) {
+		return app.CancelOrderCommand{ID: at.id, Expected: at.expected}, nil
+	}, s.app.CancelOrder.Handle, entity(toOrderJSON, ""))
 }
 
-func (s *Server) shipOrder(w http.ResponseWriter, r *http.Request) error {
-	return transition(s, w, r, "shipOrder", s.app.ShipOrder.Handle,
-		func(id uuid.UUID, expected []domain.Version) app.ShipOrderCommand {
-			return app.ShipOrderCommand{ID: id, Expected: expected}
-		})
-}
-
-// transition serves cancel and ship: no body, If-Match required, key accepted
-// and checked before the precondition.
-func transition[C any](s *Server, w http.ResponseWriter, r *http.Request, operation string,
-	handle func(context.Context, C, app.Call[*domain.Order]) (app.Outcome, error),
-	command func(id uuid.UUID, expected []domain.Version) C,
-) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	var in struct{}
-	if err := decode(w, r, &in, true); err != nil {
-		return err
-	}
-	pr := principal(r)
-	pre := parseIfMatch(r.Header.Values("If-Match"))
-	cmd := command(id, pre.versions)
-	key, err := s.idempotencyKey(r, pr, operation, keyAccepted, cmd)
-	if err != nil {
-		return err
-	}
-	if err := pre.err(); err != nil {
-		return err
-	}
-	out, err := handle(r.Context(), cmd, app.Call[*domain.Order]{Principal: pr, Key: key, Render: renderOrder(http.StatusOK, false)})
-	return s.respond(w, operation, out, err)
+func (s *Server) shipOrder(op operation) http.Handler {
+	return keyed(s, op, func(_ noBody, at target) (app.ShipOrderCommand, error) {
+		return app.ShipOrderCommand{ID: at.id, Expected: at.expected}, nil
+	}, s.app.ShipOrder.Handle, entity(toOrderJSON, ""))
 }
 
 type paymentIn struct {
 	AmountCents *int64 `json:"amount_cents"`
+}
+
+func (in paymentIn) command(at target) (app.RecordPaymentCommand, error) {
+	var v domain.Validation
+	required(&v, "amount_cents", in.AmountCents)
+	if err := v.Err(); err != nil {
+		return app.RecordPaymentCommand{}, err
+	}
+	amount, err := domain.ParsePayment(*in.AmountCents)
+	return app.RecordPaymentCommand{OrderID: at.id, Amount: amount}, err
 }
 
 type paymentJSON struct {
@@ -186,43 +125,26 @@ type paymentJSON struct {
 	PaidCents   int64     `json:"paid_cents"`
 }
 
-func (s *Server) recordPayment(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	pr := principal(r)
-	if err := keyPresent(r); err != nil {
-		return err
-	}
-	var in paymentIn
-	if err := decode(w, r, &in, false); err != nil {
-		return err
-	}
-	var v domain.Validation
-	required(&v, "amount_cents", in.AmountCents)
-	if err := v.Err(); err != nil {
-		return err
-	}
-	amount, err := domain.ParsePayment(*in.AmountCents)
-	if err != nil {
-		return err
-	}
-	cmd := app.RecordPaymentCommand{OrderID: id, Amount: amount}
-	key, err := s.idempotencyKey(r, pr, "recordPayment", keyRequired, cmd)
-	if err != nil {
-		return err
-	}
-	out, err := s.app.RecordPayment.Handle(r.Context(), cmd, app.Call[app.PaymentRecorded]{Principal: pr, Key: key,
-		Render: func(p app.PaymentRecorded) (app.Receipt, error) {
-			return receipt(http.StatusCreated, paymentJSON{OrderID: p.OrderID, AmountCents: int64(p.Amount), PaidCents: int64(p.Paid)}, nil)
-		}})
-	return s.respond(w, "recordPayment", out, err)
+func (s *Server) recordPayment(op operation) http.Handler {
+	return keyed(s, op, paymentIn.command, s.app.RecordPayment.Handle, func(p app.PaymentRecorded) (any, map[string]string) {
+		return paymentJSON{OrderID: p.OrderID, AmountCents: int64(p.Amount), PaidCents: int64(p.Paid)}, nil
+	})
 }
 
 type refundIn struct {
 	AmountCents *int64  `json:"amount_cents"`
 	Reason      *string `json:"reason"`
+}
+
+func (in refundIn) command(at target) (app.RecordRefundCommand, error) {
+	var v domain.Validation
+	required(&v, "amount_cents", in.AmountCents)
+	required(&v, "reason", in.Reason)
+	if err := v.Err(); err != nil {
+		return app.RecordRefundCommand{}, err
+	}
+	refund, err := domain.ParseRefund(*in.AmountCents, *in.Reason)
+	return app.RecordRefundCommand{OrderID: at.id, Refund: refund}, err
 }
 
 type refundJSON struct {
@@ -231,39 +153,10 @@ type refundJSON struct {
 	RefundedCents int64     `json:"refunded_cents"`
 }
 
-func (s *Server) recordRefund(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	pr := principal(r)
-	if err := keyPresent(r); err != nil {
-		return err
-	}
-	var in refundIn
-	if err := decode(w, r, &in, false); err != nil {
-		return err
-	}
-	var v domain.Validation
-	required(&v, "amount_cents", in.AmountCents)
-	required(&v, "reason", in.Reason)
-	if err := v.Err(); err != nil {
-		return err
-	}
-	refund, err := domain.ParseRefund(*in.AmountCents, *in.Reason)
-	if err != nil {
-		return err
-	}
-	cmd := app.RecordRefundCommand{OrderID: id, Refund: refund}
-	key, err := s.idempotencyKey(r, pr, "recordRefund", keyRequired, cmd)
-	if err != nil {
-		return err
-	}
-	out, err := s.app.RecordRefund.Handle(r.Context(), cmd, app.Call[app.RefundRecorded]{Principal: pr, Key: key,
-		Render: func(f app.RefundRecorded) (app.Receipt, error) {
-			return receipt(http.StatusCreated, refundJSON{OrderID: f.OrderID, AmountCents: int64(f.Amount), RefundedCents: int64(f.Refunded)}, nil)
-		}})
-	return s.respond(w, "recordRefund", out, err)
+func (s *Server) recordRefund(op operation) http.Handler {
+	return keyed(s, op, refundIn.command, s.app.RecordRefund.Handle, func(f app.RefundRecorded) (any, map[string]string) {
+		return refundJSON{OrderID: f.OrderID, AmountCents: int64(f.Amount), RefundedCents: int64(f.Refunded)}, nil
+	})
 }
 
 type actorJSON struct {
@@ -275,25 +168,11 @@ type actorJSON struct {
 	CreatedAt        time.Time `json:"created_at"`
 }
 
-func (s *Server) deactivateActor(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	var in struct{}
-	if err := decode(w, r, &in, true); err != nil {
-		return err
-	}
-	pr := principal(r)
-	cmd := app.DeactivateActorCommand{ID: id}
-	key, err := s.idempotencyKey(r, pr, "deactivateActor", keyAccepted, cmd)
-	if err != nil {
-		return err
-	}
-	out, err := s.app.DeactivateActor.Handle(r.Context(), cmd, app.Call[domain.Actor]{Principal: pr, Key: key,
-		Render: func(a domain.Actor) (app.Receipt, error) {
-			return receipt(http.StatusOK, actorJSON{ID: a.ID, Name: a.Name, Role: a.Role.String(), Active: a.Active,
-				CreditLimitCents: int64(a.CreditLimitCents), CreatedAt: a.CreatedAt.UTC()}, nil)
-		}})
-	return s.respond(w, "deactivateActor", out, err)
+func (s *Server) deactivateActor(op operation) http.Handler {
+	return keyed(s, op, func(_ noBody, at target) (app.DeactivateActorCommand, error) {
+		return app.DeactivateActorCommand{ID: at.id}, nil
+	}, s.app.DeactivateActor.Handle, func(a domain.Actor) (any, map[string]string) {
+		return actorJSON{ID: a.ID, Name: a.Name, Role: a.Role.String(), Active: a.Active,
+			CreditLimitCents: int64(a.CreditLimitCents), CreatedAt: a.CreatedAt.UTC()}, nil
+	})
 }

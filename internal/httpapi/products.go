@@ -26,16 +26,6 @@ func toProductJSON(p *domain.Product) productJSON {
 	}
 }
 
-func renderProduct(status int, withLocation bool) func(*domain.Product) (app.Receipt, error) {
-	return func(p *domain.Product) (app.Receipt, error) {
-		h := map[string]string{"ETag": etag(p.Version())}
-		if withLocation {
-			h["Location"] = "/v1/products/" + p.ID().String()
-		}
-		return receipt(status, toProductJSON(p), h)
-	}
-}
-
 type createProductIn struct {
 	SKU        *string `json:"sku"`
 	Name       *string `json:"name"`
@@ -43,58 +33,31 @@ type createProductIn struct {
 	Stock      *int64  `json:"stock"`
 }
 
-func (s *Server) createProduct(w http.ResponseWriter, r *http.Request) error {
-	var in createProductIn
-	if err := decode(w, r, &in, false); err != nil {
-		return err
-	}
+func (in createProductIn) command(target) (app.CreateProductCommand, error) {
 	var v domain.Validation
 	required(&v, "sku", in.SKU)
 	required(&v, "name", in.Name)
 	required(&v, "price_cents", in.PriceCents)
 	if err := v.Err(); err != nil {
-		return err
+		return app.CreateProductCommand{}, err
 	}
 	cmd := app.CreateProductCommand{SKU: *in.SKU, Name: *in.Name, PriceCents: *in.PriceCents}
 	if in.Stock != nil {
 		cmd.Stock = *in.Stock
 	}
-	pr := principal(r)
-	key, err := s.idempotencyKey(r, pr, "createProduct", keyAccepted, cmd)
-	if err != nil {
-		return err
-	}
-	out, err := s.app.CreateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusCreated, true)})
-	return s.respond(w, "createProduct", out, err)
+	return cmd, nil
 }
 
-func (s *Server) getProduct(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	p, err := s.app.GetProduct.Handle(r.Context(), id, seenVersion(r.Header.Values("If-None-Match")))
-	if err != nil {
-		return err
-	}
-	if notModified(w, r, p.Version()) {
-		return nil
-	}
-	return writeJSON(w, http.StatusOK, toProductJSON(p))
+func (s *Server) createProduct(op operation) http.Handler {
+	return keyed(s, op, createProductIn.command, s.app.CreateProduct.Handle, entity(toProductJSON, op.route))
 }
 
-func (s *Server) listProducts(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageOf(r)
-	if err != nil {
-		return err
-	}
-	want := page.Limit
-	page.Limit++
-	ps, err := s.app.ListProducts.Handle(r.Context(), page)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, newList(ps, want, (*domain.Product).ID, toProductJSON))
+func (s *Server) getProduct(operation) http.Handler {
+	return getOne(s, s.app.GetProduct.Handle, toProductJSON)
+}
+
+func (s *Server) listProducts(operation) http.Handler {
+	return listPage(s, s.app.ListProducts.Handle, (*domain.Product).ID, toProductJSON)
 }
 
 type updateProductIn struct {
@@ -102,34 +65,28 @@ type updateProductIn struct {
 	PriceCents *int64  `json:"price_cents"`
 }
 
-func (s *Server) updateProduct(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	var in updateProductIn
-	if err := decode(w, r, &in, false); err != nil {
-		return err
-	}
-	pr := principal(r)
-	// The key is checked before the precondition, so that a retried PATCH
-	// whose first response was lost replays its 200 instead of a 409.
-	pre := parseIfMatch(r.Header.Values("If-Match"))
-	cmd := app.UpdateProductCommand{ID: id, Expected: pre.versions, Name: in.Name, PriceCents: in.PriceCents}
-	key, err := s.idempotencyKey(r, pr, "updateProduct", keyAccepted, cmd)
-	if err != nil {
-		return err
-	}
-	if err := pre.err(); err != nil {
-		return err
-	}
-	out, err := s.app.UpdateProduct.Handle(r.Context(), cmd, app.Call[*domain.Product]{Principal: pr, Key: key, Render: renderProduct(http.StatusOK, false)})
-	return s.respond(w, "updateProduct", out, err)
+// updateProduct requires If-Match; the key is checked before it (keyed), so
+// that a retried PATCH whose first response was lost replays its 200
+// instead of a 409.
+func (s *Server) updateProduct(op operation) http.Handler {
+	return keyed(s, op, func(in updateProductIn, at target) (app.UpdateProductCommand, error) {
+		return app.UpdateProductCommand{ID: at.id, Expected: at.expected, Name: in.Name, PriceCents: in.PriceCents}, nil
+	}, s.app.UpdateProduct.Handle, entity(toProductJSON, ""))
 }
 
 type adjustStockIn struct {
 	Delta  *int64  `json:"delta"`
 	Reason *string `json:"reason"`
+}
+
+func (in adjustStockIn) command(at target) (app.AdjustStockCommand, error) {
+	var v domain.Validation
+	required(&v, "delta", in.Delta)
+	required(&v, "reason", in.Reason)
+	if err := v.Err(); err != nil {
+		return app.AdjustStockCommand{}, err
+	}
+	return app.AdjustStockCommand{ProductID: at.id, Delta: *in.Delta, Reason: *in.Reason}, nil
 }
 
 type stockAdjustedJSON struct {
@@ -139,37 +96,10 @@ type stockAdjustedJSON struct {
 	Stock     int64     `json:"stock"`
 }
 
-func (s *Server) adjustStock(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	pr := principal(r)
-	if err := keyPresent(r); err != nil {
-		return err
-	}
-	var in adjustStockIn
-	if err := decode(w, r, &in, false); err != nil {
-		return err
-	}
-	var v domain.Validation
-	required(&v, "delta", in.Delta)
-	required(&v, "reason", in.Reason)
-	if err := v.Err(); err != nil {
-		return err
-	}
-	cmd := app.AdjustStockCommand{ProductID: id, Delta: *in.Delta, Reason: *in.Reason}
-	key, err := s.idempotencyKey(r, pr, "adjustStock", keyRequired, cmd)
-	if err != nil {
-		return err
-	}
-	out, err := s.app.AdjustStock.Handle(r.Context(), cmd, app.Call[app.StockAdjusted]{Principal: pr, Key: key,
-		Render: func(a app.StockAdjusted) (app.Receipt, error) {
-			return receipt(http.StatusCreated, stockAdjustedJSON{
-				ProductID: a.Level.ProductID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Level.Stock(),
-			}, nil)
-		}})
-	return s.respond(w, "adjustStock", out, err)
+func (s *Server) adjustStock(op operation) http.Handler {
+	return keyed(s, op, adjustStockIn.command, s.app.AdjustStock.Handle, func(a app.StockAdjusted) (any, map[string]string) {
+		return stockAdjustedJSON{ProductID: a.Level.ProductID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Level.Stock()}, nil
+	})
 }
 
 type stockLevelJSON struct {
@@ -185,38 +115,10 @@ func toStockLevelJSON(s *domain.StockLevel) stockLevelJSON {
 // getStock answers a product's stock level. Its ETag comes from the stock
 // level's own version, so caches revalidate with If-None-Match; no write on
 // stock takes If-Match.
-func (s *Server) getStock(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	level, err := s.app.GetStock.Handle(r.Context(), id, seenVersion(r.Header.Values("If-None-Match")))
-	if err != nil {
-		return err
-	}
-	if notModified(w, r, level.Version()) {
-		return nil
-	}
-	return writeJSON(w, http.StatusOK, toStockLevelJSON(level))
+func (s *Server) getStock(operation) http.Handler {
+	return getOne(s, s.app.GetStock.Handle, toStockLevelJSON)
 }
 
-func (s *Server) listStock(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageOf(r)
-	if err != nil {
-		return err
-	}
-	want := page.Limit
-	page.Limit++
-	levels, err := s.app.ListStock.Handle(r.Context(), page)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, newList(levels, want, (*domain.StockLevel).ProductID, toStockLevelJSON))
-}
-
-// required records a missing required field.
-func required[T any](v *domain.Validation, field string, p *T) {
-	if p == nil {
-		v.Add(field, "is required")
-	}
+func (s *Server) listStock(operation) http.Handler {
+	return listPage(s, s.app.ListStock.Handle, (*domain.StockLevel).ProductID, toStockLevelJSON)
 }

@@ -26,7 +26,8 @@ func (s *Server) handle(h handler) http.HandlerFunc {
 	}
 }
 
-// routes lists the whole API surface in one place.
+// routes mounts every operation of the table (operations.go), outside /v1
+// or in it, behind the middleware of each.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	if s.tracing != nil {
@@ -41,41 +42,27 @@ func (s *Server) routes() chi.Router {
 		w.Header().Set("Allow", strings.Join(allowedMethods(r, req.URL.Path), ", ")) // RFC 9110 §15.5.6
 		return domain.Errorf(domain.CodeMethodNotAllowed, "method %s is not allowed here", req.Method)
 	}))
-
-	r.Get("/healthz", s.healthz)
-	r.Get("/livez", s.healthz)
-	r.Get("/readyz", s.readyz)
-	if s.metricsHere {
-		r.Method(http.MethodGet, "/metrics", s.Metrics())
-	}
-	r.Get("/openapi.yaml", s.openapi)
-	r.Get("/docs", s.docs)
+	// The API page's assets, the one route that is no operation of the
+	// document.
 	r.Get("/docs/{asset}", s.handle(s.docsAsset))
 
-	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.admitted, s.withDeadline, s.authenticate)
-		// Operations of one role refuse every other role first (403), before
-		// the key, the precondition or the body are looked at.
-		staff, customers := r.With(s.only(app.StaffOnly)), r.With(s.only(app.CustomersOnly))
-
-		staff.Post("/products", s.handle(s.createProduct))
-		r.Get("/products", s.handle(s.listProducts))
-		r.Get("/products/{id}", s.handle(s.getProduct))
-		staff.Patch("/products/{id}", s.handle(s.updateProduct))
-		r.Get("/products/{id}/stock", s.handle(s.getStock))
-		staff.Post("/products/{id}/stock-adjustments", s.handle(s.adjustStock))
-		r.Get("/stock", s.handle(s.listStock))
-
-		customers.Post("/orders", s.handle(s.placeOrder))
-		r.Get("/orders", s.handle(s.listOrders))
-		r.Get("/orders/{id}", s.handle(s.getOrder))
-		r.Post("/orders/{id}/cancel", s.handle(s.cancelOrder))
-		staff.Post("/orders/{id}/ship", s.handle(s.shipOrder))
-		r.Post("/orders/{id}/payments", s.handle(s.recordPayment))
-		staff.Post("/orders/{id}/refunds", s.handle(s.recordRefund))
-
-		staff.Post("/actors/{id}/deactivate", s.handle(s.deactivateActor))
-	})
+	v1 := chi.NewRouter()
+	v1.Use(s.admitted, s.withDeadline, s.authenticate)
+	for _, op := range operations {
+		h := op.serve(s, op)
+		if h == nil {
+			continue
+		}
+		if op.access != nil {
+			h = s.only(op.access)(h)
+		}
+		if pattern, ok := op.inV1(); ok {
+			v1.Method(op.method, pattern, h)
+		} else {
+			r.Method(op.method, op.route, h)
+		}
+	}
+	r.Mount("/v1", v1)
 	return r
 }
 
