@@ -44,6 +44,7 @@ type render[T any] func(T) (body any, header map[string]string)
 func keyed[In, C, T any](s *Server, op operation, command func(In, target) (C, error), use useCase[C, T], view render[T]) http.Handler {
 	_, empty := any(new(In)).(*noBody)
 	hasID := strings.Contains(op.route, "{id}")
+	rcpt := receiptOf(op.status, view)
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		at, pre, err := op.address(r, hasID)
 		if err != nil {
@@ -65,7 +66,7 @@ func keyed[In, C, T any](s *Server, op operation, command func(In, target) (C, e
 		if err := pre(); err != nil {
 			return err
 		}
-		out, err := use(r.Context(), cmd, app.Call[T]{Principal: pr, Key: key, Render: receiptOf(op.status, view)})
+		out, err := use(r.Context(), cmd, app.Call[T]{Principal: pr, Key: key, Render: rcpt})
 		return s.respond(w, op.name, out, err)
 	})
 }
