@@ -12,9 +12,8 @@ import (
 
 // Code is the stable, snake_case name of an outcome that a caller can see
 // and switch on. Every code the service answers with is declared here, once;
-// the HTTP layer gives each its one status (httpapi's statusOf is keyed by
-// Code), and a test checks that every code in Codes has a status and is
-// listed in the OpenAPI document.
+// the domain names codes only, and a transport maps each to its own terms
+// (internal/httpapi gives each its one status and documents it).
 type Code string
 
 // The outcomes of the domain and its use cases.
@@ -48,8 +47,8 @@ const (
 	CodeInternal             Code = "internal"
 )
 
-// Codes lists every code above, for the checks that each is mapped to a
-// status and documented.
+// Codes lists every code above, for the checks that a transport maps each
+// one.
 var Codes = []Code{
 	CodeValidation, CodeNotFound, CodeVersionConflict, CodeSKUTaken, CodeInsufficientStock,
 	CodeCreditLimitExceeded, CodeInvalidTransition, CodeOverpayment, CodeOverRefund, CodeLastStaff, CodeForbidden,
@@ -65,8 +64,8 @@ type Error struct {
 	Fields []FieldError // only for CodeValidation
 }
 
-// FieldError names one broken field rule, with the field as a JSON path
-// ("lines[0].quantity").
+// FieldError names one broken field rule, with the field as the caller's
+// input names it, a path such as "lines[0].quantity".
 type FieldError struct {
 	Field   string
 	Message string
@@ -89,10 +88,6 @@ func ErrorCode(err error) Code {
 	var de *Error
 	if errors.As(err, &de) {
 		return de.Code
-	}
-	var se *InsufficientStockError
-	if errors.As(err, &se) {
-		return CodeInsufficientStock
 	}
 	return ""
 }
@@ -154,11 +149,14 @@ var ErrVersionConflict = &Error{Code: CodeVersionConflict, Detail: "the resource
 
 // ErrValueRejected says the database refused a value that no domain rule
 // caught (a data exception: out of range, or a character it does not store).
-// It is the caller's input, so a 422, but it also means a rule is missing
-// here: the HTTP layer logs each one as a warning.
+// It is the caller's input, so validation_failed, but it also means a rule
+// is missing here: a transport that sees it should log it as a warning.
 var ErrValueRejected = &Error{Code: CodeValidation, Detail: "a value in the request cannot be stored: it is out of range or holds a character the service does not accept"}
 
-// InsufficientStockError says a product has fewer units than a change needs.
+// InsufficientStockError says a product has fewer units than a change needs,
+// with the figures. It is a domain error like any other: errors.As finds in
+// it an *Error of code insufficient_stock whose detail is its message, so
+// ErrorCode and every mapping of *Error treat it without a case of its own.
 type InsufficientStockError struct {
 	ProductID uuid.UUID
 	Requested int64
@@ -167,4 +165,13 @@ type InsufficientStockError struct {
 
 func (e *InsufficientStockError) Error() string {
 	return fmt.Sprintf("product %s has %d in stock, %d requested", e.ProductID, e.Available, e.Requested)
+}
+
+// As makes errors.As see e as the *Error it stands for.
+func (e *InsufficientStockError) As(target any) bool {
+	de, ok := target.(**Error)
+	if ok {
+		*de = &Error{Code: CodeInsufficientStock, Detail: e.Error()}
+	}
+	return ok
 }

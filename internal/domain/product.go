@@ -64,8 +64,8 @@ func (p *Product) UpdatedAt() time.Time { return p.updatedAt }
 // an adjustment) adds a delta and commutes with the others, so none takes a
 // precondition; the database enforces the invariant with guarded statements
 // and a CHECK constraint, and the aggregate refuses to be built with a
-// negative stock. Its version changes with every change and backs the ETag
-// of the stock level, for caches (If-None-Match), never for If-Match.
+// negative stock. Its version changes with every change; it tells a reader
+// whether what it holds is current, and is never a precondition of a write.
 type StockLevel struct {
 	productID uuid.UUID
 	stock     int64

@@ -81,7 +81,9 @@ func ParseName(v string) (string, error) {
 }
 
 // Version is an aggregate's persistence version. It starts at 1 and advances
-// by one on every committed change; the HTTP layer derives ETags from it.
+// by one on every committed change. A write that names the version it read
+// applies only while it is current (optimistic concurrency); a transport
+// exposes it in its own terms.
 type Version int64
 
 // Role is what an actor may do. Its zero value is no role, and the only roles
