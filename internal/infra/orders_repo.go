@@ -2,6 +2,7 @@ package infra
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -131,7 +132,7 @@ func (r orderRepo) SetStatus(ctx context.Context, o *domain.Order, expected doma
 	row, err := r.q.OrderSetStatus(ctx, r.db, dbsqlc.OrderSetStatusParams{ID: o.ID(), Version: int64(expected), Status: o.Status().String()})
 	if err != nil {
 		err = translate(err)
-		if err == domain.ErrNotFound {
+		if errors.Is(err, domain.ErrNotFound) {
 			// The order was read in this transaction, so it exists: the
 			// version moved on under us.
 			return nil, domain.ErrVersionConflict
@@ -145,7 +146,7 @@ func (r orderRepo) AddPayment(ctx context.Context, orderID, actorID uuid.UUID, a
 	row, err := r.q.OrderAddPayment(ctx, r.db, dbsqlc.OrderAddPaymentParams{ID: orderID, AmountCents: int64(amount)})
 	if err != nil {
 		err = translate(err)
-		if err == domain.ErrNotFound {
+		if errors.Is(err, domain.ErrNotFound) {
 			return nil, false, nil
 		}
 		return nil, false, err
@@ -165,7 +166,7 @@ func (r orderRepo) AddRefund(ctx context.Context, orderID, actorID uuid.UUID, re
 	row, err := r.q.OrderAddRefund(ctx, r.db, dbsqlc.OrderAddRefundParams{ID: orderID, AmountCents: int64(refund.Amount)})
 	if err != nil {
 		err = translate(err)
-		if err == domain.ErrNotFound {
+		if errors.Is(err, domain.ErrNotFound) {
 			return nil, false, nil
 		}
 		return nil, false, err

@@ -2,6 +2,7 @@ package infra
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -61,7 +62,7 @@ func (r productRepo) Update(ctx context.Context, id uuid.UUID, expected domain.V
 		return toProduct(row), nil
 	}
 	err = translate(err)
-	if err != domain.ErrNotFound {
+	if !errors.Is(err, domain.ErrNotFound) {
 		return nil, err
 	}
 	// The guard refused: tell a missing product from a stale version.

@@ -2,6 +2,7 @@ package infra
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -48,7 +49,7 @@ func (r stockRepo) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.Sto
 	row, err := r.q.StockAdjust(ctx, r.db, dbsqlc.StockAdjustParams{ProductID: adj.ProductID, Delta: adj.Delta})
 	if err != nil {
 		err = translate(err)
-		if err != domain.ErrNotFound {
+		if !errors.Is(err, domain.ErrNotFound) {
 			return nil, err
 		}
 		// The guard refused: tell a missing product from a short stock.
