@@ -15,7 +15,5 @@ type GetProduct struct{ Reader Reader }
 
 // Handle runs the query; seen is the newest version the caller holds.
 func (q GetProduct) Handle(ctx context.Context, id uuid.UUID, seen Seen) (*domain.Product, error) {
-	return readOne(ctx, q.Reader, seen, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
-		return repos.Products().Get(ctx, id)
-	})
+	return readByID(ctx, q.Reader, seen, id, Repositories.Products, ProductRepo.Get)
 }

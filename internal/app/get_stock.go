@@ -16,7 +16,5 @@ type GetStock struct{ Reader Reader }
 
 // Handle runs the query; seen is the newest version the caller holds.
 func (q GetStock) Handle(ctx context.Context, productID uuid.UUID, seen Seen) (*domain.StockLevel, error) {
-	return readOne(ctx, q.Reader, seen, func(ctx context.Context, repos Repositories) (*domain.StockLevel, error) {
-		return repos.Stock().Get(ctx, productID)
-	})
+	return readByID(ctx, q.Reader, seen, productID, Repositories.Stock, StockRepo.Get)
 }

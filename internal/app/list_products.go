@@ -13,7 +13,5 @@ type ListProducts struct{ Reader Reader }
 
 // Handle runs the query.
 func (q ListProducts) Handle(ctx context.Context, page Page) ([]*domain.Product, error) {
-	return readList(ctx, q.Reader, func(ctx context.Context, repos Repositories) ([]*domain.Product, error) {
-		return repos.Products().List(ctx, page)
-	})
+	return readPage(ctx, q.Reader, page, Repositories.Products, ProductRepo.List)
 }

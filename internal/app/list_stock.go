@@ -13,7 +13,5 @@ type ListStock struct{ Reader Reader }
 
 // Handle runs the query.
 func (q ListStock) Handle(ctx context.Context, page Page) ([]*domain.StockLevel, error) {
-	return readList(ctx, q.Reader, func(ctx context.Context, repos Repositories) ([]*domain.StockLevel, error) {
-		return repos.Stock().List(ctx, page)
-	})
+	return readPage(ctx, q.Reader, page, Repositories.Stock, StockRepo.List)
 }

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
@@ -36,4 +38,22 @@ func readList[T any](ctx context.Context, r Reader, list func(ctx context.Contex
 		return err
 	}, nil)
 	return vs, err
+}
+
+// readByID is readOne of the aggregate that get finds by id in the
+// repository repo picks: GetProduct reads with (Repositories.Products,
+// ProductRepo.Get), GetStock with (Repositories.Stock, StockRepo.Get).
+func readByID[R any, T versioned](ctx context.Context, r Reader, seen Seen, id uuid.UUID, repo func(Repositories) R, get func(R, context.Context, uuid.UUID) (T, error)) (T, error) {
+	return readOne(ctx, r, seen, func(ctx context.Context, repos Repositories) (T, error) {
+		return get(repo(repos), ctx, id)
+	})
+}
+
+// readPage is readList of the page that list reads from the repository repo
+// picks: ListProducts reads with (Repositories.Products, ProductRepo.List),
+// ListStock with (Repositories.Stock, StockRepo.List).
+func readPage[R, T any](ctx context.Context, r Reader, page Page, repo func(Repositories) R, list func(R, context.Context, Page) ([]T, error)) ([]T, error) {
+	return readList(ctx, r, func(ctx context.Context, repos Repositories) ([]T, error) {
+		return list(repo(repos), ctx, page)
+	})
 }
