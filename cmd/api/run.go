@@ -141,12 +141,13 @@ type noKeys struct{}
 func (noKeys) Claim(context.Context, app.Key) (*app.Receipt, error) { return nil, nil }
 func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil }
 
-// newHandler wires the use cases to the HTTP API; tp, when not nil, traces
+// newHandler wires the use cases to the HTTP API (the commands to runner and
+// its key latch, the queries to reader); tp, when not nil, traces
 // its requests. With METRICS_ADDR set, the API leaves /metrics to the
 // listener of serveMetrics. admit refuses /v1 while the schema is behind
 // (schemaGate).
-func newHandler(transactor app.Transactor, reader app.Reader, ready func(context.Context) error, admit func() error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
-	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, Admit: admit, App: app.New(transactor, reader), RequestTimeout: c.RequestTimeout,
+func newHandler(runner *infra.Runner, reader app.Reader, ready func(context.Context) error, admit func() error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
+	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, Admit: admit, App: app.New(app.Deps{Transactor: runner, Reader: reader, Latch: runner}), RequestTimeout: c.RequestTimeout,
 		TracerProvider: tp, MetricsElsewhere: c.MetricsAddr != ""})
 }
 

@@ -66,7 +66,7 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		}
 		out.Actors = append(out.Actors, seededActor{Name: a.Name, Role: a.Role, ActorID: res.Actor.ID.String(), Token: res.Token, CreditLimitCents: a.CreditLimitCents})
 	}
-	uc := app.New(runner, runner)
+	uc := app.New(app.Deps{Transactor: runner, Reader: runner, Latch: runner})
 	var kept []string
 	for _, p := range []app.CreateProductCommand{
 		{SKU: "DEMO-MUG", Name: "Enamel mug", PriceCents: 1200, Stock: 100},

@@ -19,7 +19,10 @@ import (
 // changed, so an adjustment never makes a catalogue edit's If-Match stale.
 // stock.adjusted is appended in the same transaction. Codes: forbidden,
 // validation_failed, not_found, insufficient_stock.
-type AdjustStock struct{ Transactor Transactor }
+type AdjustStock struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // AdjustStockCommand is the input of AdjustStock.
 type AdjustStockCommand struct {
@@ -37,7 +40,7 @@ func (h AdjustStock) Handle(ctx context.Context, cmd AdjustStockCommand, call Ca
 	if err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (StockAdjusted, error) {
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (StockAdjusted, error) {
 		level, err := repos.Stock().Adjust(ctx, call.Principal.ID, adj)
 		if err != nil {
 			return StockAdjusted{}, err
@@ -46,9 +49,7 @@ func (h AdjustStock) Handle(ctx context.Context, cmd AdjustStockCommand, call Ca
 		if err != nil {
 			return StockAdjusted{}, err
 		}
-		if err := repos.Outbox().Append(ctx, Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
-			ProductID: p.ID(), SKU: string(p.SKU()), Delta: adj.Delta, Reason: adj.Reason, Stock: level.Stock(), ActorID: call.Principal.ID,
-		}}); err != nil {
+		if err := repos.Outbox().Append(ctx, stockEvent(p, adj, level, call.Principal.ID)); err != nil {
 			return StockAdjusted{}, err
 		}
 		return StockAdjusted{Adjustment: adj, Level: level}, nil

@@ -13,8 +13,8 @@
 // its implementation (internal/infra). UseCases gathers every use case.
 package app
 
-// UseCases is every use case of the service, wired to one Transactor and
-// one Reader.
+// UseCases is every use case of the service, wired to one Transactor, one
+// Reader and, optionally, one KeyLatch (Deps).
 type UseCases struct {
 	Authenticate Authenticate
 
@@ -39,21 +39,35 @@ type UseCases struct {
 	ListOrders   ListOrders
 }
 
-// New wires the commands and the token check to t, the queries to r.
-func New(t Transactor, r Reader) UseCases {
+// Deps is what the use cases are wired to, each seam declared.
+type Deps struct {
+	// Transactor runs the commands and the token check.
+	Transactor Transactor
+	// Reader runs the queries.
+	Reader Reader
+	// Latch, when not nil, makes a command's duplicates in this process
+	// wait for each other in memory before they take a connection
+	// (KeyLatch); nil leaves them to meet on the key's row.
+	Latch KeyLatch
+}
+
+// New wires the commands and the token check to d.Transactor (the commands
+// with d.Latch), the queries to d.Reader.
+func New(d Deps) UseCases {
+	t, r, l := d.Transactor, d.Reader, d.Latch
 	return UseCases{
 		Authenticate: Authenticate{Transactor: t, Cache: NewTokenCache(100_000)},
 
 		CreateActor:     CreateActor{Transactor: t},
-		DeactivateActor: DeactivateActor{Transactor: t},
-		CreateProduct:   CreateProduct{Transactor: t},
-		UpdateProduct:   UpdateProduct{Transactor: t},
-		AdjustStock:     AdjustStock{Transactor: t},
-		PlaceOrder:      PlaceOrder{Transactor: t},
-		CancelOrder:     CancelOrder{Transactor: t},
-		ShipOrder:       ShipOrder{Transactor: t},
-		RecordPayment:   RecordPayment{Transactor: t},
-		RecordRefund:    RecordRefund{Transactor: t},
+		DeactivateActor: DeactivateActor{Transactor: t, Latch: l},
+		CreateProduct:   CreateProduct{Transactor: t, Latch: l},
+		UpdateProduct:   UpdateProduct{Transactor: t, Latch: l},
+		AdjustStock:     AdjustStock{Transactor: t, Latch: l},
+		PlaceOrder:      PlaceOrder{Transactor: t, Latch: l},
+		CancelOrder:     CancelOrder{Transactor: t, Latch: l},
+		ShipOrder:       ShipOrder{Transactor: t, Latch: l},
+		RecordPayment:   RecordPayment{Transactor: t, Latch: l},
+		RecordRefund:    RecordRefund{Transactor: t, Latch: l},
 
 		GetProduct:   GetProduct{Reader: r},
 		ListProducts: ListProducts{Reader: r},

@@ -36,7 +36,10 @@ import (
 //
 // Codes: not_found (missing or another customer's order), version_conflict,
 // invalid_transition.
-type CancelOrder struct{ Transactor Transactor }
+type CancelOrder struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // CancelOrderCommand is the input of CancelOrder.
 type CancelOrderCommand struct {
@@ -48,7 +51,7 @@ type CancelOrderCommand struct {
 
 // Handle runs the command.
 func (h CancelOrder) Handle(ctx context.Context, cmd CancelOrderCommand, call Call[*domain.Order]) (Outcome, error) {
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
 		o, err := orderAtVersion(ctx, repos, call.Principal, cmd.ID, cmd.Expected)
 		if err != nil {
 			return nil, err
@@ -63,17 +66,7 @@ func (h CancelOrder) Handle(ctx context.Context, cmd CancelOrderCommand, call Ca
 		if err := repos.Actors().ReleaseBalance(ctx, updated.CustomerID(), updated.Outstanding()); err != nil {
 			return nil, err
 		}
-		ids := make([]uuid.UUID, 0, len(o.Lines()))
-		back := make(map[uuid.UUID]int64, len(o.Lines()))
-		for _, l := range o.Lines() {
-			ids = append(ids, l.ProductID)
-			back[l.ProductID] += int64(l.Quantity)
-		}
-		sortIDs(ids)
-		if _, err := repos.Stock().LockRows(ctx, ids); err != nil {
-			return nil, err
-		}
-		if err := repos.Stock().AddStock(ctx, back); err != nil {
+		if err := returnStock(ctx, repos, o.Lines()); err != nil {
 			return nil, err
 		}
 		if err := repos.Outbox().Append(ctx, orderEvent(EventOrderCancelled, updated)); err != nil {
@@ -81,4 +74,20 @@ func (h CancelOrder) Handle(ctx context.Context, cmd CancelOrderCommand, call Ca
 		}
 		return updated, nil
 	})
+}
+
+// returnStock gives back the stock of lines, locking their stock rows FOR NO
+// KEY UPDATE in the global lock order first, like placement does.
+func returnStock(ctx context.Context, repos Repositories, lines []domain.OrderLine) error {
+	ids := make([]uuid.UUID, 0, len(lines))
+	back := make(map[uuid.UUID]int64, len(lines))
+	for _, l := range lines {
+		ids = append(ids, l.ProductID)
+		back[l.ProductID] += int64(l.Quantity)
+	}
+	sortIDs(ids)
+	if _, err := repos.Stock().LockRows(ctx, ids); err != nil {
+		return err
+	}
+	return repos.Stock().AddStock(ctx, back)
 }

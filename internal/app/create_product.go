@@ -16,7 +16,10 @@ import (
 // initial stock, 0 when none is given) are inserted in one transaction, so
 // neither exists without the other. Codes: forbidden, validation_failed,
 // sku_taken.
-type CreateProduct struct{ Transactor Transactor }
+type CreateProduct struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // CreateProductCommand is the input of CreateProduct.
 type CreateProductCommand struct {
@@ -39,7 +42,7 @@ func (h CreateProduct) Handle(ctx context.Context, cmd CreateProductCommand, cal
 	if err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
 		created, err := repos.Products().Insert(ctx, p)
 		if err != nil {
 			return nil, err

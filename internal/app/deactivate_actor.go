@@ -16,7 +16,10 @@ import (
 // SERIALIZABLE (pattern 7) with the runner's bounded, jittered
 // whole-transaction retry; after the retry the loser sees the winner's commit
 // and gets last_staff. Codes: forbidden, not_found, last_staff.
-type DeactivateActor struct{ Transactor Transactor }
+type DeactivateActor struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // DeactivateActorCommand is the input of DeactivateActor.
 type DeactivateActorCommand struct {
@@ -28,7 +31,7 @@ func (h DeactivateActor) Handle(ctx context.Context, cmd DeactivateActorCommand,
 	if err := requireStaff(call.Principal); err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Transactor, Serializable, call, func(ctx context.Context, repos Repositories) (domain.Actor, error) {
+	return execute(ctx, h.Transactor, h.Latch, Serializable, call, func(ctx context.Context, repos Repositories) (domain.Actor, error) {
 		a, err := repos.Actors().Get(ctx, cmd.ID)
 		if err != nil {
 			return domain.Actor{}, err

@@ -94,6 +94,9 @@ type StockEventData struct {
 	ActorID   uuid.UUID `json:"actor_id"`
 }
 
+// The events' constructors: each use case appends the one of its change, built
+// here from the aggregate as it stands after the change.
+
 // orderEvent builds the event that reports o's latest change.
 func orderEvent(t EventType, o *domain.Order) Event {
 	lines := make([]OrderLineEventData, len(o.Lines()))
@@ -104,5 +107,28 @@ func orderEvent(t EventType, o *domain.Order) Event {
 		ID: o.ID(), CustomerID: o.CustomerID(), Status: o.Status().String(), Lines: lines,
 		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()), RefundedCents: int64(o.Refunded()),
 		CreatedAt: o.CreatedAt().UTC(), UpdatedAt: o.UpdatedAt().UTC(),
+	}}
+}
+
+// paymentEvent reports a payment of amount on o.
+func paymentEvent(o *domain.Order, amount domain.Cents) Event {
+	return Event{Type: EventPaymentRecorded, AggregateID: o.ID(), Data: PaymentEventData{
+		OrderID: o.ID(), CustomerID: o.CustomerID(), AmountCents: int64(amount),
+		PaidCents: int64(o.Paid()), TotalCents: int64(o.Total()), OrderStatus: o.Status().String(),
+	}}
+}
+
+// refundEvent reports refund r on o, given by actor.
+func refundEvent(o *domain.Order, r domain.Refund, actor uuid.UUID) Event {
+	return Event{Type: EventRefundRecorded, AggregateID: o.ID(), Data: RefundEventData{
+		OrderID: o.ID(), CustomerID: o.CustomerID(), AmountCents: int64(r.Amount), Reason: r.Reason,
+		RefundedCents: int64(o.Refunded()), PaidCents: int64(o.Paid()), ActorID: actor,
+	}}
+}
+
+// stockEvent reports adjustment adj of p's stock by actor, and level after it.
+func stockEvent(p *domain.Product, adj domain.StockAdjustment, level *domain.StockLevel, actor uuid.UUID) Event {
+	return Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
+		ProductID: p.ID(), SKU: string(p.SKU()), Delta: adj.Delta, Reason: adj.Reason, Stock: level.Stock(), ActorID: actor,
 	}}
 }

@@ -22,46 +22,57 @@ type Outcome struct {
 // completed duplicate returns its receipt without running fn. An error from fn
 // rolls everything back, so rejections store nothing and a retry re-executes.
 //
-// With a key, and a Transactor that can (KeyLatch), the request first waits
-// for any other request of this process with the same key, without holding a
-// connection.
-func execute[T any](ctx context.Context, t Transactor, iso Isolation, call Call[T], fn func(ctx context.Context, repos Repositories) (T, error)) (Outcome, error) {
-	var out Outcome
-	if l, ok := t.(KeyLatch); ok && call.Key != nil {
-		lctx, release, err := l.LatchKey(ctx, *call.Key)
-		if err != nil {
-			return out, err
-		}
-		defer release()
-		ctx = lctx
+// With a key and a latch (the command's Latch, from Deps.Latch), the request
+// first waits for any other request of this process with the same key,
+// without holding a connection.
+func execute[T any](ctx context.Context, t Transactor, latch KeyLatch, iso Isolation, call Call[T], fn func(ctx context.Context, repos Repositories) (T, error)) (Outcome, error) {
+	ctx, release, err := latchKey(ctx, latch, call.Key)
+	if err != nil {
+		return Outcome{}, err
 	}
-	err := t.InTx(ctx, iso, func(ctx context.Context, repos Repositories) error {
-		out = Outcome{}
-		if call.Key != nil {
-			prior, err := repos.Keys().Claim(ctx, *call.Key)
-			if err != nil {
-				return err
-			}
-			if prior != nil {
-				out = Outcome{Receipt: *prior, Replayed: true}
-				return nil
-			}
-		}
-		v, err := fn(ctx, repos)
-		if err != nil {
-			return err
-		}
-		rcpt, err := call.Render(v)
-		if err != nil {
-			return err
-		}
-		if call.Key != nil {
-			if err := repos.Keys().Complete(ctx, *call.Key, rcpt); err != nil {
-				return err
-			}
-		}
-		out.Receipt = rcpt
-		return nil
+	defer release()
+	var out Outcome
+	err = t.InTx(ctx, iso, func(ctx context.Context, repos Repositories) (err error) {
+		out, err = attempt(ctx, repos, call, fn)
+		return err
 	})
 	return out, err
+}
+
+// latchKey takes k in latch when there are both, and returns the context to
+// run the request with and the release.
+func latchKey(ctx context.Context, latch KeyLatch, k *Key) (context.Context, func(), error) {
+	if latch == nil || k == nil {
+		return ctx, func() {}, nil
+	}
+	return latch.LatchKey(ctx, *k)
+}
+
+// attempt is one run of the transaction's function: claim the key (a
+// completed duplicate replays), run fn, render its result and store the
+// receipt on the key.
+func attempt[T any](ctx context.Context, repos Repositories, call Call[T], fn func(ctx context.Context, repos Repositories) (T, error)) (Outcome, error) {
+	if call.Key != nil {
+		prior, err := repos.Keys().Claim(ctx, *call.Key)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if prior != nil {
+			return Outcome{Receipt: *prior, Replayed: true}, nil
+		}
+	}
+	v, err := fn(ctx, repos)
+	if err != nil {
+		return Outcome{}, err
+	}
+	rcpt, err := call.Render(v)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if call.Key != nil {
+		if err := repos.Keys().Complete(ctx, *call.Key, rcpt); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return Outcome{Receipt: rcpt}, nil
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/uuid"
 
@@ -27,87 +26,51 @@ import (
 //     the price taken is the one committed when that statement runs, and a
 //     price edit (UpdateProduct) neither waits for a placement nor makes one
 //     wait, since the two aggregates share no lock.
-//  3. Check every line against the locked stock; one short line rejects the
-//     whole order and takes nothing. Then check balance + total against the
-//     limit. Nothing sums the customer's orders: the cost does not grow
-//     with their history.
+//  3. Decide on the locked rows (domain.Place): every product known, every
+//     line against the locked stock (one short line rejects the whole
+//     order and takes nothing), then balance + total against the limit.
+//     Nothing sums the customer's orders: the cost does not grow with
+//     their history.
 //  4. Add the total to the balance (a guarded atomic statement, pattern 2,
 //     that refuses to pass the limit), decrement stock, insert the order
 //     and its lines, append order.placed to the outbox, and store the
 //     idempotency record. CHECK (stock >= 0) and CHECK (balance_cents >= 0)
 //     are the last line of defence.
 //
-// Steps 1 and 2's statements go to the server in one round trip and step
-// 4's in another when the repositories pipeline them (PlacementStore); the statements
-// and their order are the same either way.
+// The locks and the writes go through repos.Placement(), whose statements
+// are those of the actor, stock and order repositories in this order; the
+// service sends steps 1 and 2 in one round trip and step 4 in another
+// (internal/infra/placement.go).
 //
 // Codes: forbidden (not a customer), unauthenticated (the customer was
 // deactivated), validation_failed (unknown product), insufficient_stock,
 // credit_limit_exceeded.
-type PlaceOrder struct{ Transactor Transactor }
+type PlaceOrder struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // PlaceOrderCommand is the input of PlaceOrder.
 type PlaceOrderCommand struct {
 	Lines []domain.LineRequest
 }
 
-// Handle runs the command.
+// Handle runs the command: lock, decide, write, publish.
 func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call[*domain.Order]) (Outcome, error) {
 	if err := requireCustomer(call.Principal); err != nil {
 		return Outcome{}, err
 	}
-	customer := call.Principal.ID
-	ids := make([]uuid.UUID, len(cmd.Lines))
-	for i, l := range cmd.Lines {
-		ids[i] = l.ProductID
-	}
-	sortIDs(ids)
-
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
-		store := placementStore(repos)
-		locked, err := store.LockForPlacement(ctx, customer, ids)
+	customer, ids := call.Principal.ID, productIDs(cmd.Lines)
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+		locked, err := repos.Placement().LockForPlacement(ctx, customer, ids)
 		if err != nil {
 			return nil, err
 		}
-		if !locked.Credit.Active {
-			return nil, ErrUnauthenticated
-		}
-		byID := make(map[uuid.UUID]StockRow, len(locked.Rows))
-		for _, r := range locked.Rows {
-			byID[r.ID] = r
-		}
-		var v domain.Validation
-		lines := make([]domain.OrderLine, len(cmd.Lines))
-		take := make(map[uuid.UUID]int64, len(cmd.Lines))
-		for i, l := range cmd.Lines {
-			r, ok := byID[l.ProductID]
-			if !ok {
-				v.Add(fmt.Sprintf("lines[%d].product_id", i), "no such product")
-				continue
-			}
-			lines[i] = domain.OrderLine{ProductID: l.ProductID, Quantity: l.Quantity, UnitPrice: r.Price}
-			take[l.ProductID] = -int64(l.Quantity)
-		}
-		if err := v.Err(); err != nil {
-			return nil, err
-		}
-		for _, l := range cmd.Lines {
-			if r := byID[l.ProductID]; r.Stock < int64(l.Quantity) {
-				return nil, &domain.InsufficientStockError{ProductID: l.ProductID, Requested: int64(l.Quantity), Available: r.Stock}
-			}
-		}
-		id, err := uuid.NewV7()
+		placement, err := decide(customer, locked, cmd.Lines)
 		if err != nil {
 			return nil, err
 		}
-		order, err := domain.PlaceOrder(id, customer, lines)
-		if err != nil {
-			return nil, err
-		}
-		if err := locked.Credit.CheckOrder(order.Total()); err != nil {
-			return nil, err
-		}
-		placed, err := store.WritePlacement(ctx, order, take)
+		placed, err := repos.Placement().WritePlacement(ctx, placement.Order, placement.Take)
 		if err != nil {
 			return nil, err
 		}
@@ -118,40 +81,25 @@ func (h PlaceOrder) Handle(ctx context.Context, cmd PlaceOrderCommand, call Call
 	})
 }
 
-// placementStore returns tx's pipelined placement statements when it has
-// them, else the same statements one repository call at a time.
-func placementStore(repos Repositories) PlacementStore {
-	if p, ok := repos.(PlacementStore); ok {
-		return p
+// decide refuses a customer deactivated since their token was checked, then
+// decides the order on the locked rows (domain.Place) under a new id.
+func decide(customer uuid.UUID, locked PlacementLocks, lines []domain.LineRequest) (domain.Placement, error) {
+	if !locked.Credit.Active {
+		return domain.Placement{}, ErrUnauthenticated
 	}
-	return stepwisePlacement{repos}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return domain.Placement{}, err
+	}
+	return domain.Place(id, customer, locked.Credit, locked.Rows, lines)
 }
 
-// stepwisePlacement is PlacementStore built from the repositories.
-type stepwisePlacement struct{ repos Repositories }
-
-func (s stepwisePlacement) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (PlacementLocks, error) {
-	credit, err := s.repos.Actors().LockForOrder(ctx, customer)
-	if err != nil || !credit.Active {
-		return PlacementLocks{Credit: credit}, err
+// productIDs returns the lines' product ids in the global lock order.
+func productIDs(lines []domain.LineRequest) []uuid.UUID {
+	ids := make([]uuid.UUID, len(lines))
+	for i, l := range lines {
+		ids[i] = l.ProductID
 	}
-	rows, err := s.repos.Stock().LockRows(ctx, ids)
-	if err != nil {
-		return PlacementLocks{}, err
-	}
-	return PlacementLocks{Credit: credit, Rows: rows}, nil
-}
-
-func (s stepwisePlacement) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-	ok, err := s.repos.Actors().ChargeBalance(ctx, o.CustomerID(), o.Total())
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, ErrCreditRefused
-	}
-	if err := s.repos.Stock().AddStock(ctx, take); err != nil {
-		return nil, err
-	}
-	return s.repos.Orders().Insert(ctx, o)
+	sortIDs(ids)
+	return ids
 }

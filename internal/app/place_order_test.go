@@ -183,7 +183,7 @@ func TestRaceCreditLimit(t *testing.T) {
 // ---- the naive placement
 
 // naivePlacement is order placement with one of its mechanisms taken out,
-// run where production runs it (app.PlacementStore). What it keeps of the
+// run where production runs it (repos.Placement()). What it keeps of the
 // real statements it takes from the real repositories.
 type naivePlacement struct {
 	repos app.Repositories
@@ -202,8 +202,8 @@ type naivePlacement struct {
 	// guarded ActorChargeBalance, after the order is written.
 	naiveCharge bool
 
-	read   []app.StockRow
-	credit app.CreditState
+	read   []domain.StockRow
+	credit domain.Credit
 }
 
 func withNaivePlacement(t *testing.T, n naivePlacement) *testkit.Env {
@@ -214,7 +214,7 @@ func withNaivePlacement(t *testing.T, n naivePlacement) *testkit.Env {
 
 // on binds a copy of n to one transaction's repositories.
 func (n naivePlacement) on(repos app.Repositories) app.PlacementStore {
-	n.repos, n.real = repos, repos.(app.PlacementStore)
+	n.repos, n.real = repos, repos.Placement()
 	return &n
 }
 
@@ -236,8 +236,8 @@ func (n *naivePlacement) LockForPlacement(ctx context.Context, customer uuid.UUI
 	} else {
 		var rows pgx.Rows
 		if rows, err = db.Query(ctx, `SELECT s.product_id, p.price_cents, s.stock FROM stock_levels s JOIN products p ON p.id = s.product_id WHERE s.product_id = ANY($1) ORDER BY s.product_id`, ids); err == nil {
-			out.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.StockRow, error) {
-				var s app.StockRow
+			out.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StockRow, error) {
+				var s domain.StockRow
 				return s, r.Scan(&s.ID, &s.Price, &s.Stock)
 			})
 		}

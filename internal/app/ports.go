@@ -64,6 +64,7 @@ type Repositories interface {
 	Stock() StockRepo
 	Orders() OrderRepo
 	Actors() ActorRepo
+	Placement() PlacementStore
 	Keys() KeyStore
 	Outbox() OutboxRepo
 }
@@ -92,17 +93,17 @@ type StockRepo interface {
 	// LockRows locks the stock rows of ids FOR NO KEY UPDATE, in product
 	// id order (the global lock order), and returns them with each
 	// product's catalogue price, read (not locked) by the same statement.
-	LockRows(ctx context.Context, ids []uuid.UUID) ([]StockRow, error)
+	LockRows(ctx context.Context, ids []uuid.UUID) ([]domain.StockRow, error)
 	// AddStock applies deltas to rows already locked by LockRows.
 	AddStock(ctx context.Context, deltas map[uuid.UUID]int64) error
 }
 
-// PlacementStore is an optional capability of Repositories: it sends
-// placement's statements in two round trips instead of five. It runs exactly
-// the statements of the repositories' methods named below, in the same order,
-// so it takes the same locks in the same global order and reads and writes the
-// same rows; only the network exchanges are fewer. Repositories without it get
-// the stepwise path, built from those methods.
+// PlacementStore runs a placement's statements: the locks it decides on,
+// then the writes of what it decided (domain.Place). Its statements are
+// exactly those of the repository methods named below, in the same order, so
+// it takes the same locks in the same global order and reads and writes the
+// same rows whichever way an implementation sends them: one call at a time,
+// or pipelined in two round trips (internal/infra/placement.go).
 type PlacementStore interface {
 	// LockForPlacement runs ActorRepo.LockForOrder (the customer's row lock
 	// first) and StockRepo.LockRows (the stock rows' locks, by product
@@ -111,46 +112,14 @@ type PlacementStore interface {
 	// WritePlacement runs ActorRepo.ChargeBalance (the order's total onto
 	// the customer's balance), StockRepo.AddStock and OrderRepo.Insert, in
 	// this order, on the rows LockForPlacement locked. A refused charge is
-	// credit_limit_exceeded.
+	// domain.ErrCreditRefused.
 	WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error)
 }
 
 // PlacementLocks is what placement reads under its locks.
 type PlacementLocks struct {
-	Credit CreditState
-	Rows   []StockRow
-}
-
-// CreditState is a customer's credit as read under their row lock: the
-// limit, the maintained outstanding balance (the sum of total - paid over
-// their placed and shipped orders) and whether they may act.
-type CreditState struct {
-	Limit   domain.Cents
-	Balance domain.Cents
-	Active  bool
-}
-
-// ErrCreditRefused is what a placement gets when the guarded charge of its
-// total refuses to pass the credit limit. Under the customer's row lock the
-// check in CreditState.CheckOrder refuses first, with the figures.
-var ErrCreditRefused = domain.Errorf(domain.CodeCreditLimitExceeded, "the order total exceeds the customer's remaining credit")
-
-// CheckOrder refuses an order whose total would take the balance past the
-// limit. A limit lowered below the balance refuses every new order and
-// nothing else.
-func (c CreditState) CheckOrder(total domain.Cents) error {
-	if c.Balance+total > c.Limit {
-		return domain.Errorf(domain.CodeCreditLimitExceeded,
-			"order total %d cents plus outstanding %d cents exceeds the credit limit of %d cents", total, c.Balance, c.Limit)
-	}
-	return nil
-}
-
-// StockRow is a locked stock level and its product's catalogue price.
-type StockRow struct {
-	ID    uuid.UUID
-	Price domain.Cents
-	Stock int64
+	Credit domain.Credit
+	Rows   []domain.StockRow
 }
 
 // OrderRepo stores orders.
@@ -176,7 +145,7 @@ type ActorRepo interface {
 	Insert(ctx context.Context, a domain.Actor, tokenHash []byte) (domain.Actor, error)
 	Get(ctx context.Context, id uuid.UUID) (domain.Actor, error)
 	// LockForOrder locks the customer's row and returns its credit state.
-	LockForOrder(ctx context.Context, id uuid.UUID) (CreditState, error)
+	LockForOrder(ctx context.Context, id uuid.UUID) (domain.Credit, error)
 	// ChargeBalance adds amount to the customer's balance in one guarded
 	// statement that refuses to pass the credit limit; it reports false
 	// when the guard refused.
@@ -252,14 +221,15 @@ type KeyStore interface {
 	Complete(ctx context.Context, k Key, r Receipt) error
 }
 
-// KeyLatch is an optional capability of a Transactor: the requests of one
-// process that carry the same key wait for each other before they take a
-// connection, so that duplicates of a slow request do not hold the pool
-// while they wait. LatchKey returns when no other request of the process
-// holds k (then the caller holds it until release) or, past
-// IDEMPOTENCY_WAIT, with *KeyInProgressError. The context it returns is the
-// one to run the request with: the claim's own wait counts from the same
-// budget.
+// KeyLatch makes the requests of one process that carry the same key wait
+// for each other before they take a connection, so that duplicates of a slow
+// request do not hold the pool while they wait. It is optional and declared:
+// a command runs with the latch it was given (Deps.Latch), and without one
+// its duplicates meet on the key's row in the database (KeyStore.Claim).
+// LatchKey returns when no other request of the process holds k (then the
+// caller holds it until release) or, past IDEMPOTENCY_WAIT, with
+// *KeyInProgressError. The context it returns is the one to run the request
+// with: the claim's own wait counts from the same budget.
 type KeyLatch interface {
 	LatchKey(ctx context.Context, k Key) (context.Context, func(), error)
 }

@@ -23,7 +23,10 @@ import (
 //
 // Codes: not_found (missing or another customer's order), invalid_transition
 // (cancelled), overpayment.
-type RecordPayment struct{ Transactor Transactor }
+type RecordPayment struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // RecordPaymentCommand is the input of RecordPayment.
 type RecordPaymentCommand struct {
@@ -41,7 +44,7 @@ type PaymentRecorded struct {
 // Handle runs the command.
 func (h RecordPayment) Handle(ctx context.Context, cmd RecordPaymentCommand, call Call[PaymentRecorded]) (Outcome, error) {
 	p := call.Principal
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (PaymentRecorded, error) {
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (PaymentRecorded, error) {
 		if _, err := visibleOrder(ctx, repos, p, cmd.OrderID); err != nil {
 			return PaymentRecorded{}, err
 		}
@@ -50,25 +53,27 @@ func (h RecordPayment) Handle(ctx context.Context, cmd RecordPaymentCommand, cal
 			return PaymentRecorded{}, err
 		}
 		if !ok {
-			// The guard refused. Explain why from the current state.
-			now, err := repos.Orders().Get(ctx, cmd.OrderID)
-			if err != nil {
-				return PaymentRecorded{}, err
-			}
-			if err := now.CheckPayment(cmd.Amount); err != nil {
-				return PaymentRecorded{}, err
-			}
-			return PaymentRecorded{}, domain.Errorf(domain.CodeOverpayment, "payment of %d cents exceeds the remaining balance", cmd.Amount)
+			return PaymentRecorded{}, paymentRefused(ctx, repos, cmd)
 		}
 		if err := repos.Actors().ReleaseBalance(ctx, updated.CustomerID(), cmd.Amount); err != nil {
 			return PaymentRecorded{}, err
 		}
-		if err := repos.Outbox().Append(ctx, Event{Type: EventPaymentRecorded, AggregateID: updated.ID(), Data: PaymentEventData{
-			OrderID: updated.ID(), CustomerID: updated.CustomerID(), AmountCents: int64(cmd.Amount),
-			PaidCents: int64(updated.Paid()), TotalCents: int64(updated.Total()), OrderStatus: updated.Status().String(),
-		}}); err != nil {
+		if err := repos.Outbox().Append(ctx, paymentEvent(updated, cmd.Amount)); err != nil {
 			return PaymentRecorded{}, err
 		}
 		return PaymentRecorded{OrderID: updated.ID(), Amount: cmd.Amount, Paid: updated.Paid()}, nil
 	})
+}
+
+// paymentRefused says why the payment's guard refused, from the order as it
+// is now (domain.Order.CheckPayment).
+func paymentRefused(ctx context.Context, repos Repositories, cmd RecordPaymentCommand) error {
+	now, err := repos.Orders().Get(ctx, cmd.OrderID)
+	if err != nil {
+		return err
+	}
+	if err := now.CheckPayment(cmd.Amount); err != nil {
+		return err
+	}
+	return domain.Errorf(domain.CodeOverpayment, "payment of %d cents exceeds the remaining balance", cmd.Amount)
 }

@@ -27,7 +27,10 @@ import (
 //
 // Codes: forbidden (a customer refunding), not_found, invalid_transition (not
 // cancelled), over_refund.
-type RecordRefund struct{ Transactor Transactor }
+type RecordRefund struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // RecordRefundCommand is the input of RecordRefund.
 type RecordRefundCommand struct {
@@ -48,28 +51,30 @@ func (h RecordRefund) Handle(ctx context.Context, cmd RecordRefundCommand, call 
 	if err := requireStaff(p); err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (RefundRecorded, error) {
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (RefundRecorded, error) {
 		updated, ok, err := repos.Orders().AddRefund(ctx, cmd.OrderID, p.ID, cmd.Refund)
 		if err != nil {
 			return RefundRecorded{}, err
 		}
 		if !ok {
-			// The guard refused. Explain why from the current state.
-			now, err := repos.Orders().Get(ctx, cmd.OrderID)
-			if err != nil {
-				return RefundRecorded{}, err
-			}
-			if err := now.CheckRefund(cmd.Refund.Amount); err != nil {
-				return RefundRecorded{}, err
-			}
-			return RefundRecorded{}, domain.Errorf(domain.CodeOverRefund, "refund of %d cents exceeds what was paid and not yet refunded", cmd.Refund.Amount)
+			return RefundRecorded{}, refundRefused(ctx, repos, cmd)
 		}
-		if err := repos.Outbox().Append(ctx, Event{Type: EventRefundRecorded, AggregateID: updated.ID(), Data: RefundEventData{
-			OrderID: updated.ID(), CustomerID: updated.CustomerID(), AmountCents: int64(cmd.Refund.Amount), Reason: cmd.Refund.Reason,
-			RefundedCents: int64(updated.Refunded()), PaidCents: int64(updated.Paid()), ActorID: p.ID,
-		}}); err != nil {
+		if err := repos.Outbox().Append(ctx, refundEvent(updated, cmd.Refund, p.ID)); err != nil {
 			return RefundRecorded{}, err
 		}
 		return RefundRecorded{OrderID: updated.ID(), Amount: cmd.Refund.Amount, Refunded: updated.Refunded()}, nil
 	})
+}
+
+// refundRefused says why the refund's guard refused, from the order as it is
+// now (domain.Order.CheckRefund).
+func refundRefused(ctx context.Context, repos Repositories, cmd RecordRefundCommand) error {
+	now, err := repos.Orders().Get(ctx, cmd.OrderID)
+	if err != nil {
+		return err
+	}
+	if err := now.CheckRefund(cmd.Refund.Amount); err != nil {
+		return err
+	}
+	return domain.Errorf(domain.CodeOverRefund, "refund of %d cents exceeds what was paid and not yet refunded", cmd.Refund.Amount)
 }

@@ -22,7 +22,10 @@ import (
 //
 // Codes: forbidden (a customer shipping), not_found, version_conflict,
 // invalid_transition.
-type ShipOrder struct{ Transactor Transactor }
+type ShipOrder struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // ShipOrderCommand is the input of ShipOrder.
 type ShipOrderCommand struct {
@@ -37,7 +40,7 @@ func (h ShipOrder) Handle(ctx context.Context, cmd ShipOrderCommand, call Call[*
 	if err := requireStaff(call.Principal); err != nil {
 		return Outcome{}, err
 	}
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
 		o, err := orderAtVersion(ctx, repos, call.Principal, cmd.ID, cmd.Expected)
 		if err != nil {
 			return nil, err

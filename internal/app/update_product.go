@@ -21,7 +21,10 @@ import (
 // product, so they never make an edit's If-Match stale
 // (EXT.CONCURRENCY.ADOPT.001), and no placement holds a lock on the product
 // row. Codes: forbidden, validation_failed, not_found, version_conflict.
-type UpdateProduct struct{ Transactor Transactor }
+type UpdateProduct struct {
+	Transactor Transactor
+	Latch      KeyLatch // nil: no in-process latch (execute)
+}
 
 // UpdateProductCommand is the input of UpdateProduct.
 type UpdateProductCommand struct {
@@ -45,7 +48,7 @@ func (h UpdateProduct) Handle(ctx context.Context, cmd UpdateProductCommand, cal
 	if len(cmd.Expected) == 0 {
 		return Outcome{}, domain.ErrVersionConflict
 	}
-	return execute(ctx, h.Transactor, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
+	return execute(ctx, h.Transactor, h.Latch, ReadCommitted, call, func(ctx context.Context, repos Repositories) (*domain.Product, error) {
 		expected := cmd.Expected[0]
 		if len(cmd.Expected) > 1 {
 			current, err := repos.Products().Get(ctx, cmd.ID)

@@ -4,33 +4,36 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
 // TestPlacementPathsWriteIdenticalRows: the pipelined placement (the
-// production path, app.PlacementStore) and the stepwise one (built from the
-// repositories, taken by any Tx without that capability) leave the same rows
-// behind for the same requests: orders, lines with their prices, stock
-// levels and their versions, untouched product versions, events, and nothing
-// at all for a refused order.
+// production path, the repositories' Placement()) and the stepwise one
+// (infra.StepwisePlacement, built from the other repositories) leave the
+// same rows behind for the same requests: orders, lines with their prices,
+// stock levels and their versions, untouched product versions, events, and
+// nothing at all for a refused order.
 func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 	t.Parallel()
 	pipelined := testkit.New(t)
 	stepwise := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-		return stepwiseOnly{inner}
+		return testkit.Override{Inner: inner, Placement: infra.StepwisePlacement}
 	}})
 	for name, c := range map[string]struct {
 		e    *testkit.Env
 		want bool
-	}{"pipelined": {pipelined, true}, "stepwise": {stepwise, false}} {
+	}{"pipelined": {pipelined, false}, "stepwise": {stepwise, true}} {
 		err := c.e.App.PlaceOrder.Transactor.InTx(context.Background(), app.ReadCommitted, func(_ context.Context, tx app.Repositories) error {
-			if _, ok := tx.(app.PlacementStore); ok != c.want {
-				t.Errorf("%s: Tx is a PlacementStore: %v, want %v", name, ok, c.want)
+			got := tx.Placement()
+			if isStepwise := reflect.TypeOf(got) == reflect.TypeOf(infra.StepwisePlacement(tx)); isStepwise != c.want {
+				t.Errorf("%s: the placement store is %T, stepwise %v, want %v", name, got, isStepwise, c.want)
 			}
 			return nil
 		})
@@ -106,16 +109,3 @@ func placementScenario(t *testing.T, e *testkit.Env) []string {
 	}
 	return rows
 }
-
-// stepwiseOnly hands out Txs that have the repositories and nothing else, so
-// placement takes the stepwise path.
-type stepwiseOnly struct{ inner app.Transactor }
-
-// repositoriesOnly hides every capability of a Tx beyond app.Repositories.
-type repositoriesOnly struct{ app.Repositories }
-
-func (s stepwiseOnly) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
-	return s.inner.InTx(ctx, iso, func(ctx context.Context, tx app.Repositories) error { return fn(ctx, repositoriesOnly{tx}) })
-}
-
-func (s stepwiseOnly) WithoutTx() app.Repositories { return repositoriesOnly{s.inner.WithoutTx()} }

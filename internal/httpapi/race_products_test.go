@@ -234,7 +234,7 @@ func TestRaceEditProductWhileItSells(t *testing.T) {
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner,
 				Placement: func(tx app.Repositories) app.PlacementStore {
-					return singleVersionPlacement{PlacementStore: tx.(app.PlacementStore), db: testkit.Conn(tx)}
+					return singleVersionPlacement{PlacementStore: tx.Placement(), db: testkit.Conn(tx)}
 				},
 				Stock: func(tx app.Repositories) app.StockRepo {
 					return singleVersionStock{StockRepo: tx.Stock(), db: testkit.Conn(tx)}
@@ -384,7 +384,7 @@ func TestCatalogueEditAndPlacementNeverWait(t *testing.T) {
 		t.Parallel()
 		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Placement: func(tx app.Repositories) app.PlacementStore {
-				return productLockingPlacement{PlacementStore: tx.(app.PlacementStore), db: testkit.Conn(tx)}
+				return productLockingPlacement{PlacementStore: tx.Placement(), db: testkit.Conn(tx)}
 			}}
 		}})
 		broken := editAndSaleDoNotWait(t, e, "NaiveLockProducts")

@@ -40,16 +40,16 @@ func (r actorRepo) Get(ctx context.Context, id uuid.UUID) (domain.Actor, error) 
 	return toActor(row)
 }
 
-func (r actorRepo) LockForOrder(ctx context.Context, id uuid.UUID) (app.CreditState, error) {
+func (r actorRepo) LockForOrder(ctx context.Context, id uuid.UUID) (domain.Credit, error) {
 	row, err := r.q.ActorLockForOrder(ctx, r.db, id)
 	if err != nil {
-		return app.CreditState{}, translate(err)
+		return domain.Credit{}, translate(err)
 	}
 	return toCreditState(row), nil
 }
 
-func toCreditState(r dbsqlc.ActorLockForOrderRow) app.CreditState {
-	return app.CreditState{Limit: domain.Cents(r.CreditLimitCents), Balance: domain.Cents(r.BalanceCents), Active: r.Active}
+func toCreditState(r dbsqlc.ActorLockForOrderRow) domain.Credit {
+	return domain.Credit{Limit: domain.Cents(r.CreditLimitCents), Balance: domain.Cents(r.BalanceCents), Active: r.Active}
 }
 
 func (r actorRepo) ChargeBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) (bool, error) {

@@ -61,7 +61,7 @@ func TestActorLookups(t *testing.T) {
 	b := setup(t)
 	b.inTx(func(ctx context.Context, repos app.Repositories) error {
 		credit, err := repos.Actors().LockForOrder(ctx, customerID)
-		if err != nil || credit != (app.CreditState{Limit: creditLimit, Active: true}) {
+		if err != nil || credit != (domain.Credit{Limit: creditLimit, Active: true}) {
 			t.Errorf("credit %+v, %v", credit, err)
 		}
 		if _, err := repos.Actors().LockForOrder(ctx, uuid.New()); !errors.Is(err, domain.ErrNotFound) {

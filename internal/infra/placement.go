@@ -10,17 +10,21 @@ import (
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
-// The repositories pipeline order placement (app.PlacementStore): the statements
-// of ActorRepo.LockForOrder and StockRepo.LockRows go out as one
-// batch, those of ActorRepo.ChargeBalance, StockRepo.AddStock and
-// OrderRepo.Insert as another. The server executes a batch's statements
+// placementRepo is the repositories' placement store (app.PlacementStore),
+// pipelined: the statements of ActorRepo.LockForOrder and StockRepo.LockRows
+// go out as one batch, those of ActorRepo.ChargeBalance, StockRepo.AddStock
+// and OrderRepo.Insert as another. The server executes a batch's statements
 // one after the other in the order queued and stops at the first error, so
 // the locks are taken in the same global order (customer, then stock rows by
-// product id) and every error is the one the stepwise calls would have
-// returned.
-var _ app.PlacementStore = (*repositories)(nil)
+// product id) and every error is the one the stepwise calls
+// (StepwisePlacement) would have returned. It is an optimisation of the
+// stepwise path (docs/fast-path.md, row 4): to remove it, delete this file
+// and return StepwisePlacement(s) from repositories.Placement.
+type placementRepo struct{ *repositories }
 
-func (s *repositories) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
+var _ app.PlacementStore = placementRepo{}
+
+func (s placementRepo) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
 	var out app.PlacementLocks
 	var b batch
 	b.add(func(db dbsqlc.DBTX) error {
@@ -45,7 +49,7 @@ func (s *repositories) LockForPlacement(ctx context.Context, customer uuid.UUID,
 	return out, nil
 }
 
-func (s *repositories) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
+func (s placementRepo) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
 	var row dbsqlc.Order
 	var b batch
 	b.add(func(db dbsqlc.DBTX) error {
@@ -54,7 +58,7 @@ func (s *repositories) WritePlacement(ctx context.Context, o *domain.Order, take
 			return err
 		}
 		if n != 1 {
-			return app.ErrCreditRefused
+			return domain.ErrCreditRefused
 		}
 		return nil
 	})

@@ -11,49 +11,26 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
 // placement is one way to run a placement's statements on repositories.
-type placement struct {
-	lock  func(ctx context.Context, repos app.Repositories, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error)
-	write func(ctx context.Context, repos app.Repositories, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error)
-}
+type placement func(repos app.Repositories) app.PlacementStore
 
-// pipelined is the production path: the repositories' PlacementStore, two
+// pipelined is the production path: the repositories' placement store, two
 // batches.
-var pipelined = placement{
-	lock: func(ctx context.Context, repos app.Repositories, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
-		return repos.(app.PlacementStore).LockForPlacement(ctx, customer, ids)
-	},
-	write: func(ctx context.Context, repos app.Repositories, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-		return repos.(app.PlacementStore).WritePlacement(ctx, o, take)
-	},
-}
+var pipelined placement = app.Repositories.Placement
 
-// stepwise makes the same repository calls one statement at a time, as
-// app.PlaceOrder does on repositories without PlacementStore.
-var stepwise = placement{
-	lock: func(ctx context.Context, repos app.Repositories, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
-		credit, err := repos.Actors().LockForOrder(ctx, customer)
-		if err != nil {
-			return app.PlacementLocks{}, err
-		}
-		rows, err := repos.Stock().LockRows(ctx, ids)
-		return app.PlacementLocks{Credit: credit, Rows: rows}, err
-	},
-	write: func(ctx context.Context, repos app.Repositories, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-		ok, err := repos.Actors().ChargeBalance(ctx, o.CustomerID(), o.Total())
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, app.ErrCreditRefused
-		}
-		if err := repos.Stock().AddStock(ctx, take); err != nil {
-			return nil, err
-		}
-		return repos.Orders().Insert(ctx, o)
-	},
+// stepwise makes the same repository calls one statement at a time
+// (infra.StepwisePlacement).
+var stepwise placement = infra.StepwisePlacement
+
+// stockForgotten is the naive variant: the pipelined write without the
+// stock it takes.
+type stockForgotten struct{ app.PlacementStore }
+
+func (s stockForgotten) WritePlacement(ctx context.Context, o *domain.Order, _ map[uuid.UUID]int64) (*domain.Order, error) {
+	return s.PlacementStore.WritePlacement(ctx, o, nil)
 }
 
 // place runs a placement of lines (quantity by product) with p, the way
@@ -63,7 +40,7 @@ func (b *repoBundle) place(p placement, id uuid.UUID, qty map[uuid.UUID]domain.Q
 	var placed *domain.Order
 	err := b.runner.InTx(b.ctx, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) (err error) {
 		ids := []uuid.UUID{mugID, plateID}
-		if locks, err = p.lock(ctx, repos, customerID, ids); err != nil {
+		if locks, err = p(repos).LockForPlacement(ctx, customerID, ids); err != nil {
 			return err
 		}
 		var lines []domain.OrderLine
@@ -74,7 +51,7 @@ func (b *repoBundle) place(p placement, id uuid.UUID, qty map[uuid.UUID]domain.Q
 				take[r.ID] = -int64(q)
 			}
 		}
-		if placed, err = p.write(ctx, repos, newOrder(b.t, id, lines...), take); err != nil {
+		if placed, err = p(repos).WritePlacement(ctx, newOrder(b.t, id, lines...), take); err != nil {
 			return err
 		}
 		return repos.Outbox().Append(ctx, app.Event{Type: app.EventOrderPlaced, AggregateID: placed.ID(), Data: map[string]any{
@@ -141,7 +118,7 @@ func TestPlacementPipelinedAndStepwiseWriteTheSameRows(t *testing.T) {
 			}
 			results = append(results, locks, err)
 		}
-		if !errors.Is(results[len(results)-1].(error), app.ErrCreditRefused) {
+		if !errors.Is(results[len(results)-1].(error), domain.ErrCreditRefused) {
 			t.Fatalf("the third order was not refused its charge: %v", results[len(results)-1])
 		}
 		return b, results
@@ -159,11 +136,7 @@ func TestPlacementPipelinedAndStepwiseWriteTheSameRows(t *testing.T) {
 		t.Errorf("%d rows, want 11 (2 orders, 3 lines, 2 stock levels, 2 actors, 2 events):\n  %s", len(pRows), strings.Join(pRows, "\n  "))
 	}
 
-	naive := pipelined
-	naive.write = func(ctx context.Context, repos app.Repositories, o *domain.Order, _ map[uuid.UUID]int64) (*domain.Order, error) {
-		return repos.(app.PlacementStore).WritePlacement(ctx, o, nil)
-	}
-	n, _ := run(naive)
+	n, _ := run(func(repos app.Repositories) app.PlacementStore { return stockForgotten{repos.Placement()} })
 	if strings.Join(n.rows(), "\n") == strings.Join(sRows, "\n") {
 		t.Error("the naive variant (stock not taken) left the same rows: the comparison sees nothing")
 	}

@@ -11,7 +11,8 @@ import (
 // or to the pool: every repository of a use case runs its sqlc queries on
 // the same pipe. Each repository has the file of its table's queries:
 // db/queries/products.sql → products_repo.go, and so on; placement.go
-// batches the statements of a placement across actors, stock and orders.
+// batches the statements of a placement across actors, stock and orders
+// (placement_stepwise.go is the same statements one call at a time).
 type repositories struct {
 	db   dbtx
 	q    *dbsqlc.Queries
@@ -20,10 +21,11 @@ type repositories struct {
 
 var _ app.Repositories = (*repositories)(nil)
 
-func (s *repositories) Products() app.ProductRepo { return productRepo{s} }
-func (s *repositories) Stock() app.StockRepo      { return stockRepo{s} }
-func (s *repositories) Orders() app.OrderRepo     { return orderRepo{s} }
-func (s *repositories) Actors() app.ActorRepo     { return actorRepo{s} }
+func (s *repositories) Products() app.ProductRepo     { return productRepo{s} }
+func (s *repositories) Stock() app.StockRepo          { return stockRepo{s} }
+func (s *repositories) Orders() app.OrderRepo         { return orderRepo{s} }
+func (s *repositories) Actors() app.ActorRepo         { return actorRepo{s} }
+func (s *repositories) Placement() app.PlacementStore { return placementRepo{s} }
 func (s *repositories) Keys() app.KeyStore {
 	if s.keys.Store != nil {
 		return s.keys.Store

@@ -72,7 +72,7 @@ func (r stockRepo) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.Sto
 	return toStockLevel(row), nil
 }
 
-func (r stockRepo) LockRows(ctx context.Context, ids []uuid.UUID) ([]app.StockRow, error) {
+func (r stockRepo) LockRows(ctx context.Context, ids []uuid.UUID) ([]domain.StockRow, error) {
 	rows, err := r.q.StockLockRows(ctx, r.db, ids)
 	if err != nil {
 		return nil, translate(err)
@@ -80,10 +80,10 @@ func (r stockRepo) LockRows(ctx context.Context, ids []uuid.UUID) ([]app.StockRo
 	return toStockRows(rows), nil
 }
 
-func toStockRows(rows []dbsqlc.StockLockRowsRow) []app.StockRow {
-	out := make([]app.StockRow, len(rows))
+func toStockRows(rows []dbsqlc.StockLockRowsRow) []domain.StockRow {
+	out := make([]domain.StockRow, len(rows))
 	for i, row := range rows {
-		out[i] = app.StockRow{ID: row.ProductID, Price: domain.Cents(row.PriceCents), Stock: row.Stock}
+		out[i] = domain.StockRow{ID: row.ProductID, Price: domain.Cents(row.PriceCents), Stock: row.Stock}
 	}
 	return out
 }

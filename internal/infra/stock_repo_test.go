@@ -60,7 +60,7 @@ func TestStockLockRowsInProductIDOrder(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		want := []app.StockRow{{ID: mugID, Price: mugPrice, Stock: initialStock}, {ID: plateID, Price: platePrice, Stock: initialStock}}
+		want := []domain.StockRow{{ID: mugID, Price: mugPrice, Stock: initialStock}, {ID: plateID, Price: platePrice, Stock: initialStock}}
 		if len(rows) != 2 || rows[0] != want[0] || rows[1] != want[1] {
 			t.Errorf("locked %+v, want %+v", rows, want)
 		}

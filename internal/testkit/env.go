@@ -54,7 +54,10 @@ type Actor struct {
 // Options adjust an Env.
 type Options struct {
 	// Wrap replaces the transactor the use cases see, for example with a
-	// deliberately naive variant that a race test must catch.
+	// deliberately naive variant that a race test must catch. The commands
+	// keep the runner's key latch (unless NoKeyLatch); a wrapper that is an
+	// app.KeyLatch too replaces it, for a naive variant of what happens
+	// while a request waits on its key.
 	Wrap func(app.Transactor) app.Transactor
 	// KeyWait is IDEMPOTENCY_WAIT (default 10s; the service's is 5s).
 	KeyWait time.Duration
@@ -139,11 +142,15 @@ func New(t testing.TB, opts ...Options) *Env {
 		TTL: o.KeyTTL, Wait: o.KeyWait, LockTimeout: lockTimeout,
 	})
 	var transactor app.Transactor = runner
+	var latch app.KeyLatch = runner
 	if o.NoKeyLatch {
-		transactor = withoutKeyLatch{runner}
+		latch = nil
 	}
 	if o.Wrap != nil {
 		transactor = o.Wrap(transactor)
+		if l, ok := transactor.(app.KeyLatch); ok && latch != nil {
+			latch = l
+		}
 	}
 	var reader app.Reader = runner
 	var standby *Standby
@@ -171,7 +178,7 @@ func New(t testing.TB, opts ...Options) *Env {
 			reader = infra.NewReplicaReader(runner, replica, log, reg)
 		}
 	}
-	uc := app.New(transactor, reader)
+	uc := app.New(app.Deps{Transactor: transactor, Reader: reader, Latch: latch})
 	if plainReplica != nil {
 		uc.Authenticate = app.Authenticate{Transactor: plainReplica, Cache: app.NewTokenCache(100_000)}
 	}
@@ -391,9 +398,6 @@ func Metric(t testing.TB, reg *prometheus.Registry, name string, labels ...strin
 	}
 	return sum
 }
-
-// withoutKeyLatch is a transactor without the app.KeyLatch capability.
-type withoutKeyLatch struct{ app.Transactor }
 
 // Check runs what `api check` runs (infra.Check) on the test's database and
 // fails the test with one line per finding: every invariant and derived

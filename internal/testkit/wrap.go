@@ -3,10 +3,7 @@ package testkit
 import (
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/ordersvc/ordersvc/internal/app"
-	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
@@ -14,9 +11,10 @@ import (
 // can be swapped, so that a race test can run once against a deliberately
 // naive variant of one mechanism and show that it catches the bug.
 //
-// Order placement runs through app.PlacementStore, the pipelined path that
-// production runs, whatever else is overridden: Placement replaces it (a
-// naive placement), and without it the real one runs. The Products, Actors
+// Order placement runs through the repositories' placement store, the
+// pipelined path that production runs, whatever else is overridden:
+// Placement replaces it (a naive placement, or infra.StepwisePlacement for
+// the plain path), and without it the real one runs. The Products, Actors
 // and Orders overrides apply to the other use cases.
 type Override struct {
 	Inner     app.Transactor
@@ -40,42 +38,23 @@ func (o Override) InTx(ctx context.Context, iso app.Isolation, fn func(ctx conte
 	})
 }
 
-// LatchKey forwards to the inner transactor's in-process key latch, when it
-// has one, so that a wrapped service waits for keys as the real one does.
-func (o Override) LatchKey(ctx context.Context, k app.Key) (context.Context, func(), error) {
-	if l, ok := o.Inner.(app.KeyLatch); ok {
-		return l.LatchKey(ctx, k)
-	}
-	return ctx, func() {}, nil
-}
-
 // WithoutTx returns the overridden repositories outside a transaction.
 func (o Override) WithoutTx() app.Repositories { return o.bind(o.Inner.WithoutTx()) }
 
 func (o Override) bind(tx app.Repositories) overriddenRepos {
-	t := overriddenRepos{Repositories: tx, o: o}
-	if o.Placement != nil {
-		t.placement = o.Placement(tx)
-	} else if p, ok := tx.(app.PlacementStore); ok {
-		t.placement = p
-	}
-	return t
+	return overriddenRepos{Repositories: tx, o: o}
 }
 
 type overriddenRepos struct {
 	app.Repositories
-	o         Override
-	placement app.PlacementStore
+	o Override
 }
 
-var _ app.PlacementStore = overriddenRepos{}
-
-func (t overriddenRepos) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
-	return t.placement.LockForPlacement(ctx, customer, ids)
-}
-
-func (t overriddenRepos) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-	return t.placement.WritePlacement(ctx, o, take)
+func (t overriddenRepos) Placement() app.PlacementStore {
+	if t.o.Placement != nil {
+		return t.o.Placement(t.Repositories)
+	}
+	return t.Repositories.Placement()
 }
 
 func (t overriddenRepos) Products() app.ProductRepo {
