@@ -82,7 +82,7 @@ func oneValueThenMore(raw []byte) bool {
 		return false
 	}
 	_, err := dec.ReadToken()
-	return err != io.EOF
+	return !errors.Is(err, io.EOF)
 }
 
 // decodeProblem turns a decoding error into the caller's problem. Names the

@@ -79,11 +79,8 @@ func problem(code domain.Code, detail string) *Problem {
 // detail; anything else becomes a 500 whose body says nothing of the cause.
 func problemFor(err error) *Problem {
 	var de *domain.Error
-	var stock *domain.InsufficientStockError
 	var busy *app.KeyInProgressError
 	switch {
-	case errors.As(err, &stock):
-		return problem(domain.CodeInsufficientStock, stock.Error())
 	case errors.As(err, &de):
 		p := problem(de.Code, de.Detail)
 		for _, f := range de.Fields {
