@@ -26,23 +26,7 @@ type buildInfo struct {
 func readBuildInfo() buildInfo {
 	b := buildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if b.Version == "" {
-			b.Version = bi.Main.Version
-		}
-		modified := false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if b.Revision == "" {
-					b.Revision = s.Value
-				}
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if modified && revision == "" && b.Revision != "" {
-			b.Revision += "-dirty"
-		}
+		b.fromToolchain(bi)
 	}
 	if b.Version == "" {
 		b.Version = "unknown"
@@ -51,6 +35,28 @@ func readBuildInfo() buildInfo {
 		b.Revision = "unknown"
 	}
 	return b
+}
+
+// fromToolchain fills what the build time left empty from the build
+// information the toolchain embedded.
+func (b *buildInfo) fromToolchain(bi *debug.BuildInfo) {
+	if b.Version == "" {
+		b.Version = bi.Main.Version
+	}
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if b.Revision == "" {
+				b.Revision = s.Value
+			}
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if modified && revision == "" && b.Revision != "" {
+		b.Revision += "-dirty"
+	}
 }
 
 // collector is ordersvc_build_info: always 1, its labels name the build, so

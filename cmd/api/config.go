@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
@@ -183,74 +181,23 @@ var settings = []setting{
 	}},
 }
 
-// errSecret is a setting's error whose value must not be printed.
-type errSecret struct{ err error }
-
-func (e errSecret) Error() string { return e.err.Error() }
-
-// databaseURLInto takes a connection string that pgx can parse, so that a
-// malformed one is refused at start under its own variable's name (not as
-// DATABASE_URL when MIGRATE_DATABASE_URL was wrong). The value may hold a
-// password: the error does not repeat it.
-func databaseURLInto(field func(*config) *string) func(*config, string) error {
-	return func(c *config, v string) error {
-		if _, err := pgxpool.ParseConfig(v); err != nil {
-			return errSecret{errors.New("not a PostgreSQL connection string (postgres://user:pass@host:5432/db?sslmode=disable)")}
-		}
-		*field(c) = v
+// set applies the setting's value from getenv, or its default, to c.
+func (s setting) set(c *config, getenv func(string) string) error {
+	v := getenv(s.name)
+	if v == "" {
+		v = s.def
+	}
+	if v == "" {
 		return nil
 	}
-}
-
-// durationInto parses a duration of at least 1ms: none of the intervals,
-// timeouts and periods of the service means anything shorter, and a period
-// of nanoseconds would make its worker spin.
-func durationInto(field func(*config) *time.Duration) func(*config, string) error {
-	return func(c *config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("not a duration such as 5s or 24h")
+	if err := s.apply(c, v); err != nil {
+		var se errSecret
+		if errors.As(err, &se) {
+			return fmt.Errorf("%s: %w", s.name, se.err)
 		}
-		if d < time.Millisecond {
-			return fmt.Errorf("must be at least 1ms")
-		}
-		*field(c) = d
-		return nil
+		return fmt.Errorf("%s=%q: %w", s.name, v, err)
 	}
-}
-
-// maxGuard is the longest timeout PostgreSQL accepts (statement_timeout,
-// lock_timeout, idle_in_transaction_session_timeout are int milliseconds).
-const maxGuard = 2_147_483_647 * time.Millisecond
-
-// guardInto parses a duration that the service sends to PostgreSQL as a
-// guard timeout, in whole milliseconds: from 1ms to 2,147,483,647ms (about
-// 596h). Outside that, PostgreSQL would refuse the setting on every
-// transaction (above) or the millisecond rendering would turn it into 0,
-// which switches the guard off (below 1ms), so it is refused at start.
-func guardInto(field func(*config) *time.Duration) func(*config, string) error {
-	return func(c *config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("not a duration such as 5s or 24h")
-		}
-		if d < time.Millisecond || d > maxGuard || d%time.Millisecond != 0 {
-			return fmt.Errorf("a PostgreSQL timeout: must be whole milliseconds from 1ms to 2147483647ms (about 596h)")
-		}
-		*field(c) = d
-		return nil
-	}
-}
-
-func intInto(lo, hi int, field func(*config) *int) func(*config, string) error {
-	return func(c *config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			return fmt.Errorf("not an integer from %d to %d", lo, hi)
-		}
-		*field(c) = n
-		return nil
-	}
+	return nil
 }
 
 // loadConfig parses the environment. needDB is false for commands that do not
@@ -258,19 +205,8 @@ func intInto(lo, hi int, field func(*config) *int) func(*config, string) error {
 func loadConfig(getenv func(string) string, needDB bool) (config, error) {
 	var c config
 	for _, s := range settings {
-		v := getenv(s.name)
-		if v == "" {
-			v = s.def
-		}
-		if v == "" {
-			continue
-		}
-		if err := s.apply(&c, v); err != nil {
-			var se errSecret
-			if errors.As(err, &se) {
-				return c, fmt.Errorf("%s: %w", s.name, se.err)
-			}
-			return c, fmt.Errorf("%s=%q: %w", s.name, v, err)
+		if err := s.set(&c, getenv); err != nil {
+			return c, err
 		}
 	}
 	if needDB && c.DatabaseURL == "" {
@@ -279,17 +215,22 @@ func loadConfig(getenv func(string) string, needDB bool) (config, error) {
 	if c.MigrateDatabaseURL == "" {
 		c.MigrateDatabaseURL = c.DatabaseURL
 	}
+	return c, c.check()
+}
+
+// check refuses settings that contradict each other.
+func (c config) check() error {
 	if c.IdempotencyWait >= c.DBStatementTimeout {
-		return c, fmt.Errorf("IDEMPOTENCY_WAIT (%s) must be shorter than DB_STATEMENT_TIMEOUT (%s)", c.IdempotencyWait, c.DBStatementTimeout)
+		return fmt.Errorf("IDEMPOTENCY_WAIT (%s) must be shorter than DB_STATEMENT_TIMEOUT (%s)", c.IdempotencyWait, c.DBStatementTimeout)
 	}
 	if c.RequestTimeout <= c.IdempotencyWait {
-		return c, fmt.Errorf("REQUEST_TIMEOUT (%s) must be longer than IDEMPOTENCY_WAIT (%s)", c.RequestTimeout, c.IdempotencyWait)
+		return fmt.Errorf("REQUEST_TIMEOUT (%s) must be longer than IDEMPOTENCY_WAIT (%s)", c.RequestTimeout, c.IdempotencyWait)
 	}
 	if c.OutboxClaimTimeout < 2*c.OutboxHTTPTimeout {
-		return c, fmt.Errorf("OUTBOX_CLAIM_TIMEOUT (%s) must be at least twice OUTBOX_HTTP_TIMEOUT (%s)", c.OutboxClaimTimeout, c.OutboxHTTPTimeout)
+		return fmt.Errorf("OUTBOX_CLAIM_TIMEOUT (%s) must be at least twice OUTBOX_HTTP_TIMEOUT (%s)", c.OutboxClaimTimeout, c.OutboxHTTPTimeout)
 	}
 	if c.OutboxBackoffMax < c.OutboxBackoffBase {
-		return c, fmt.Errorf("OUTBOX_BACKOFF_MAX (%s) must not be shorter than OUTBOX_BACKOFF_BASE (%s)", c.OutboxBackoffMax, c.OutboxBackoffBase)
+		return fmt.Errorf("OUTBOX_BACKOFF_MAX (%s) must not be shorter than OUTBOX_BACKOFF_BASE (%s)", c.OutboxBackoffMax, c.OutboxBackoffBase)
 	}
-	return c, nil
+	return nil
 }

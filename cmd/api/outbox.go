@@ -14,36 +14,13 @@ import (
 
 const outboxUsage = "usage: api outbox dead | api outbox requeue ID|--all"
 
-// outboxConfig maps the OUTBOX_* settings onto the dispatcher's.
-func outboxConfig(c config) infra.OutboxConfig {
-	return infra.OutboxConfig{
-		WebhookURL:   c.OutboxWebhookURL,
-		PollInterval: c.OutboxPollInterval,
-		BatchSize:    c.OutboxBatchSize,
-		Concurrency:  c.OutboxConcurrency,
-		Secrets:      c.OutboxSecrets,
-		MaxAttempts:  c.OutboxMaxAttempts,
-		ClaimTimeout: c.OutboxClaimTimeout,
-		HTTPTimeout:  c.OutboxHTTPTimeout,
-		BackoffBase:  c.OutboxBackoffBase,
-		BackoffMax:   c.OutboxBackoffMax,
-	}
-}
-
 // outbox runs `api outbox dead` (dead events as JSON lines, oldest id first)
 // and `api outbox requeue ID|--all` (dead events back to pending, attempts
 // reset, due now; prints {"requeued": N}).
 func outbox(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 || (args[0] != "dead" && args[0] != "requeue") ||
-		(args[0] == "dead" && len(args) != 1) || (args[0] == "requeue" && len(args) != 2) {
-		return errors.New(outboxUsage)
-	}
-	var id uuid.UUID
-	if args[0] == "requeue" && args[1] != "--all" {
-		var err error
-		if id, err = uuid.Parse(args[1]); err != nil {
-			return fmt.Errorf("outbox requeue: %q is not an event id (a UUID) or --all", args[1])
-		}
+	id, err := parseOutbox(args)
+	if err != nil {
+		return err
 	}
 	c, err := loadConfig(getenv, true)
 	if err != nil {
@@ -55,30 +32,57 @@ func outbox(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	defer pool.Close()
 	admin := infra.NewOutboxAdmin(pool)
-	enc := json.NewEncoder(stdout)
-
 	if args[0] == "dead" {
-		const page = 500
-		after := uuid.Nil
-		for {
-			evs, err := admin.Dead(ctx, after, page)
-			if err != nil {
-				return fmt.Errorf("outbox dead: %w", err)
-			}
-			for _, ev := range evs {
-				if err := enc.Encode(ev); err != nil {
-					return err
-				}
-			}
-			if len(evs) < page {
-				return nil
-			}
-			after = evs[len(evs)-1].ID
-		}
+		return outboxDead(ctx, admin, json.NewEncoder(stdout))
 	}
+	return outboxRequeue(ctx, admin, id, json.NewEncoder(stdout))
+}
 
+// parseOutbox checks the arguments and returns the event id to requeue
+// (uuid.Nil for dead, and for requeue --all).
+func parseOutbox(args []string) (uuid.UUID, error) {
+	switch {
+	case len(args) == 1 && args[0] == "dead":
+		return uuid.Nil, nil
+	case len(args) != 2 || args[0] != "requeue":
+		return uuid.Nil, errors.New(outboxUsage)
+	case args[1] == "--all":
+		return uuid.Nil, nil
+	}
+	id, err := uuid.Parse(args[1])
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("outbox requeue: %q is not an event id (a UUID) or --all", args[1])
+	}
+	return id, nil
+}
+
+// outboxDead prints every dead event, a page at a time.
+func outboxDead(ctx context.Context, admin infra.OutboxAdmin, enc *json.Encoder) error {
+	const page = 500
+	after := uuid.Nil
+	for {
+		evs, err := admin.Dead(ctx, after, page)
+		if err != nil {
+			return fmt.Errorf("outbox dead: %w", err)
+		}
+		for _, ev := range evs {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+		}
+		if len(evs) < page {
+			return nil
+		}
+		after = evs[len(evs)-1].ID
+	}
+}
+
+// outboxRequeue requeues the dead event id, or every dead event when id is
+// uuid.Nil.
+func outboxRequeue(ctx context.Context, admin infra.OutboxAdmin, id uuid.UUID, enc *json.Encoder) error {
 	var n int64
 	if id == uuid.Nil {
+		var err error
 		if n, err = admin.RequeueAll(ctx); err != nil {
 			return fmt.Errorf("outbox requeue: %w", err)
 		}

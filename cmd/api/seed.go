@@ -29,6 +29,12 @@ type seededProduct struct {
 	Created bool `json:"created"`
 }
 
+// seedOutput is what seed prints.
+type seedOutput struct {
+	Actors   []seededActor   `json:"actors"`
+	Products []seededProduct `json:"products"`
+}
+
 // seed creates a staff member, two customers and a few products, and prints
 // their tokens and ids, so that someone who just started the service can
 // call it at once. Products whose SKU exists are kept; actors are always
@@ -47,27 +53,47 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 	defer pool.Close()
 	runner := newRunner(pool, newLogger(io.Discard, slog.LevelError), nil, c)
 
-	var out struct {
-		Actors   []seededActor   `json:"actors"`
-		Products []seededProduct `json:"products"`
+	var out seedOutput
+	staff, err := out.seedActors(ctx, app.CreateActor{Transactor: runner})
+	if err != nil {
+		return err
 	}
+	uc := app.New(app.Deps{Transactor: runner, Reader: runner, Latch: runner})
+	kept, err := out.seedProducts(ctx, uc, staff)
+	if err != nil {
+		return err
+	}
+	if err := out.findKept(ctx, uc, kept); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// seedActors creates the demo actors and returns the staff member.
+func (out *seedOutput) seedActors(ctx context.Context, create app.CreateActor) (app.Principal, error) {
 	var staff app.Principal
 	for _, a := range []app.CreateActorCommand{
 		{Name: "Demo Staff", Role: "staff"},
 		{Name: "Alice", Role: "customer", CreditLimitCents: 100_000_00},
 		{Name: "Bob", Role: "customer", CreditLimitCents: 500_00},
 	} {
-		res, err := app.CreateActor{Transactor: runner}.Handle(ctx, a)
+		res, err := create.Handle(ctx, a)
 		if err != nil {
-			return fmt.Errorf("seed actor %s: %w", a.Name, err)
+			return staff, fmt.Errorf("seed actor %s: %w", a.Name, err)
 		}
 		if a.Role == "staff" {
 			staff = app.Principal{ID: res.Actor.ID, Role: domain.RoleStaff, Active: true}
 		}
 		out.Actors = append(out.Actors, seededActor{Name: a.Name, Role: a.Role, ActorID: res.Actor.ID.String(), Token: res.Token, CreditLimitCents: a.CreditLimitCents})
 	}
-	uc := app.New(app.Deps{Transactor: runner, Reader: runner, Latch: runner})
-	var kept []string
+	return staff, nil
+}
+
+// seedProducts creates the demo products whose SKU is free and returns the
+// SKUs of those an earlier seed made.
+func (out *seedOutput) seedProducts(ctx context.Context, uc app.UseCases, staff app.Principal) (kept []string, err error) {
 	for _, p := range []app.CreateProductCommand{
 		{SKU: "DEMO-MUG", Name: "Enamel mug", PriceCents: 1200, Stock: 100},
 		{SKU: "DEMO-TEE", Name: "Cotton T-shirt", PriceCents: 2500, Stock: 50},
@@ -85,33 +111,45 @@ func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) err
 		case domain.ErrorCode(err) == domain.CodeSKUTaken:
 			kept = append(kept, p.SKU)
 		default:
-			return fmt.Errorf("seed product %s: %w", p.SKU, err)
+			return nil, fmt.Errorf("seed product %s: %w", p.SKU, err)
 		}
 	}
-	// Demo products of an earlier seed: found by SKU, newest first.
+	return kept, nil
+}
+
+// findKept adds the demo products of an earlier seed: found by SKU, newest
+// first.
+func (out *seedOutput) findKept(ctx context.Context, uc app.UseCases, kept []string) error {
 	for page := (app.Page{Limit: 100}); len(kept) > 0; {
 		products, err := uc.ListProducts.Handle(ctx, page)
 		if err != nil {
 			return err
 		}
-		for _, p := range products {
-			i := slices.Index(kept, string(p.SKU()))
-			if i < 0 {
-				continue
-			}
-			kept = slices.Delete(kept, i, i+1)
-			level, err := uc.GetStock.Handle(ctx, p.ID(), 0)
-			if err != nil {
-				return fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
-			}
-			out.Products = append(out.Products, seededProduct{ID: p.ID().String(), SKU: string(p.SKU()), Stock: level.Stock()})
+		if kept, err = out.addKept(ctx, uc, products, kept); err != nil {
+			return err
 		}
 		if len(products) < page.Limit {
-			break
+			return nil
 		}
 		page.Before = products[len(products)-1].ID()
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return nil
+}
+
+// addKept adds those of products whose SKU is in kept and returns the SKUs
+// still to find.
+func (out *seedOutput) addKept(ctx context.Context, uc app.UseCases, products []*domain.Product, kept []string) ([]string, error) {
+	for _, p := range products {
+		i := slices.Index(kept, string(p.SKU()))
+		if i < 0 {
+			continue
+		}
+		kept = slices.Delete(kept, i, i+1)
+		level, err := uc.GetStock.Handle(ctx, p.ID(), 0)
+		if err != nil {
+			return nil, fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
+		}
+		out.Products = append(out.Products, seededProduct{ID: p.ID().String(), SKU: string(p.SKU()), Stock: level.Stock()})
+	}
+	return kept, nil
 }
