@@ -72,6 +72,11 @@ func TestLayers(t *testing.T) {
 		{"internal/infra", func(dep string) bool {
 			return !strings.HasPrefix(dep, module+"/internal/httpapi") && !strings.HasPrefix(dep, "github.com/go-chi/")
 		}},
+		// The test kit's core serves no HTTP: the use-case tests take it
+		// alone; the HTTP part is testkit/httpkit (ADR 0027).
+		{"internal/testkit", func(dep string) bool {
+			return !strings.HasPrefix(dep, module+"/internal/httpapi") && !strings.HasPrefix(dep, "github.com/go-chi/")
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.pkg, func(t *testing.T) {

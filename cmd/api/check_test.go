@@ -8,6 +8,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/infra"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestCheckCommandReportsACorruptedBalance: on a database where every
@@ -16,12 +17,12 @@ import (
 // for each, naming the customer and both figures, and fails (exit 1).
 func TestCheckCommandReportsACorruptedBalance(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	getenv := env("DATABASE_URL", e.URL)
-	product := e.NewProduct(250, 100)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100})
 	var customers []testkit.Actor
 	for range 3 {
-		c := e.NewActor("customer", 1_000_000)
+		c := e.NewCustomer(1_000_000)
 		res := e.Do("POST", "/v1/orders", c.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 4}}},
 			"Idempotency-Key", "k")
 		if res.Status != http.StatusCreated {
@@ -70,10 +71,10 @@ func TestCheckCommandReportsACorruptedBalance(t *testing.T) {
 // level was lost behind the service's back is one finding.
 func TestCheckCommandReportsAProductWithoutStockLevel(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	getenv := env("DATABASE_URL", e.URL)
-	product := e.NewProduct(250, 100)
-	e.NewProduct(300, 5)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100})
+	e.NewProduct(testkit.ProductSpec{PriceCents: 300, Stock: 5})
 	if out, err := runCmd(t, getenv, "check"); err != nil || !strings.HasPrefix(out, "ok: all ") {
 		t.Fatalf("check on a sound database: %v %q", err, out)
 	}
@@ -94,16 +95,16 @@ func TestCheckCommandReportsAProductWithoutStockLevel(t *testing.T) {
 // refund_sum line, each naming its order and figures, and fails.
 func TestCheckCommandReportsCorruptedRefunds(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	getenv := env("DATABASE_URL", e.URL)
-	customer := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(1000, 100)
+	customer := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 1000, Stock: 100})
 	var orders []string
 	for i := range 3 {
 		key := func(s string) []string { return []string{"Idempotency-Key", s + strconv.Itoa(i)} }
 		o := e.Do("POST", "/v1/orders", customer.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}}, key("o")...)
 		id := o.String("id")
-		steps := []*testkit.Response{
+		steps := []*httpkit.Response{
 			e.Do("POST", "/v1/orders/"+id+"/payments", customer.Token, map[string]any{"amount_cents": 600}, key("p")...),
 			e.Do("POST", "/v1/orders/"+id+"/cancel", customer.Token, nil, "If-Match", `"v2"`),
 			e.Do("POST", "/v1/orders/"+id+"/refunds", e.Staff.Token, map[string]any{"amount_cents": 400, "reason": "cancelled"}, key("r")...),
@@ -187,10 +188,10 @@ func TestCheckFindsEachCorruption(t *testing.T) {
 	for kind, c := range checkCorruptions {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			e := testkit.New(t)
+			e := httpkit.New(t)
 			getenv := env("DATABASE_URL", e.URL)
-			product := e.NewProduct(250, 100)
-			customer := e.NewActor("customer", 2_000)
+			product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100})
+			customer := e.NewCustomer(2_000)
 			place := func(qty int, key string) string {
 				r := e.Do("POST", "/v1/orders", customer.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": qty}}},
 					"Idempotency-Key", key)

@@ -14,7 +14,7 @@ import (
 func TestSeedPrintsWhatItMade(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)
-	other := e.NewProduct(100, 1)
+	other := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1})
 	getenv := env("DATABASE_URL", e.URL)
 	type seeded struct {
 		Actors []struct {

@@ -24,7 +24,7 @@ import (
 // the stock_adjustments row.
 func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
 	const stock, n = 10, 30
-	id := e.NewProduct(100, stock)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: stock})
 	codes := make([]domain.Code, n)
 	done := testkit.Meet{Where: testkit.Before, Statement: "StockAdjustmentInsert", N: 8}.Arm(t, e)
 	defer done()

@@ -25,9 +25,9 @@ func checkCancelVsShip(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
 	const rounds, each, stock, qty = 5, 4, 50, 3
 	var broken []string
 	for round := 0; round < rounds; round++ {
-		customer := e.NewActor("customer", 1_000_000)
-		product := e.NewProduct(10, stock)
-		placed := as(e, customer).mustPlace("order", product, qty)
+		customer := e.NewCustomer(1_000_000)
+		product := e.NewProduct(testkit.ProductSpec{PriceCents: 10, Stock: stock})
+		placed := as(e, customer).mustPlace("order", testkit.Line(product, qty))
 		order, version := placed.ID(), placed.Version()
 		var cancels, ships atomic.Int64
 		done := m.Arm(t, e)
@@ -117,10 +117,10 @@ func checkCancelVsPayment(t *testing.T, e *testkit.Env) []string {
 	var broken []string
 	for round := range 4 {
 		paymentHeld := round%2 == 0
-		customer := e.NewActor("customer", 1_000_000)
-		product, ballast := e.NewProduct(500, 10), e.NewProduct(700, 10)
-		as(e, customer).mustPlace("ballast", ballast, 1)
-		placed := as(e, customer).mustPlace("order", product, 1)
+		customer := e.NewCustomer(1_000_000)
+		product, ballast := e.NewProduct(testkit.ProductSpec{PriceCents: 500, Stock: 10}), e.NewProduct(testkit.ProductSpec{PriceCents: 700, Stock: 10})
+		as(e, customer).mustPlace("ballast", testkit.Line(ballast, 1))
+		placed := as(e, customer).mustPlace("order", testkit.Line(product, 1))
 		order, version := placed.ID(), placed.Version()
 		cancel := func() error {
 			_, err := as(e, customer).cancel(order, version)

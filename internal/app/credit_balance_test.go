@@ -31,12 +31,12 @@ import (
 func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
 	found := &testkit.Findings{}
 	const n, owedBefore, pay, orderTotal = 5, 1000, 300, 700
-	customer := e.NewActor("customer", 1_000_000)
-	first := e.NewProduct(owedBefore, 1000)
-	later := e.NewProduct(orderTotal, 1000)
+	customer := e.NewCustomer(1_000_000)
+	first := e.NewProduct(testkit.ProductSpec{PriceCents: owedBefore, Stock: 1000})
+	later := e.NewProduct(testkit.ProductSpec{PriceCents: orderTotal, Stock: 1000})
 	orders := make([]uuid.UUID, n)
 	for i := range orders {
-		orders[i] = as(e, customer).mustPlace(fmt.Sprintf("before-%d", i), first, 1).ID()
+		orders[i] = as(e, customer).mustPlace(fmt.Sprintf("before-%d", i), testkit.Line(first, 1)).ID()
 	}
 	payments := e.Hooks.Stop(testkit.Before, stop)
 	raced, watched := make(chan struct{}), make(chan struct{})
@@ -61,7 +61,7 @@ func checkBalanceUpdates(t *testing.T, e *testkit.Env, stop string) []string {
 		if i%2 == 0 {
 			err = as(e, customer).pay(orders[i/2], fmt.Sprintf("pay-%d", i), pay)
 		} else {
-			_, err = as(e, customer).place(fmt.Sprintf("during-%d", i), later, 1)
+			_, err = as(e, customer).place(fmt.Sprintf("during-%d", i), testkit.Line(later, 1))
 		}
 		codes[i] = code(err)
 		if err != nil {
@@ -142,8 +142,8 @@ func (n naiveBalance) ReleaseBalance(ctx context.Context, customer uuid.UUID, am
 func TestBalanceFollowsEveryOrderChange(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)
-	customer := e.NewActor("customer", 10_000)
-	product := e.NewProduct(1000, 100)
+	customer := e.NewCustomer(10_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 1000, Stock: 100})
 	c, staff := as(e, customer), as(e, e.Staff)
 	step := func(what string, err error, want domain.Code, balance int64) {
 		t.Helper()
@@ -171,7 +171,7 @@ func TestBalanceFollowsEveryOrderChange(t *testing.T) {
 	}
 	place := func(what, key string, qty int, want domain.Code, balance int64) *domain.Order {
 		t.Helper()
-		o, err := c.place(key, product, qty)
+		o, err := c.place(key, testkit.Line(product, qty))
 		step(what, err, want, balance)
 		return o
 	}

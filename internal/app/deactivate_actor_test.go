@@ -19,7 +19,7 @@ func checkLastStaff(t *testing.T, e *testkit.Env) []string {
 	const rounds = 15
 	var broken []string
 	for round := 0; round < rounds; round++ {
-		a, b := e.NewActor("staff", 0), e.NewActor("staff", 0)
+		a, b := e.NewStaff(), e.NewStaff()
 		e.Exec(`UPDATE actors SET active = false WHERE role = 'staff' AND id NOT IN ($1, $2)`, a.ID, b.ID)
 		codes := make([]domain.Code, 2)
 		il := e.Interleave(testkit.After, "ActorCountOtherActiveStaff", 2)

@@ -54,12 +54,12 @@ func call[T any](c caller, operation, key string, cmd any) (context.Context, app
 	return ctx, cl, out
 }
 
-// place places an order of (product id, quantity) pairs. A replayed
-// placement returns a nil order.
-func (c caller) place(key string, lines ...any) (*domain.Order, error) {
+// place places an order of lines (testkit.Line). A replayed placement
+// returns a nil order.
+func (c caller) place(key string, lines ...testkit.OrderLine) (*domain.Order, error) {
 	var cmd app.PlaceOrderCommand
-	for i := 0; i+1 < len(lines); i += 2 {
-		cmd.Lines = append(cmd.Lines, domain.LineRequest{ProductID: uuid.MustParse(lines[i].(string)), Quantity: domain.Quantity(lines[i+1].(int))})
+	for _, l := range lines {
+		cmd.Lines = append(cmd.Lines, domain.LineRequest{ProductID: uuid.MustParse(l.ProductID), Quantity: domain.Quantity(l.Quantity)})
 	}
 	ctx, cl, out := call[*domain.Order](c, "placeOrder", key, cmd)
 	_, err := c.e.App.PlaceOrder.Handle(ctx, cmd, cl)
@@ -67,7 +67,7 @@ func (c caller) place(key string, lines ...any) (*domain.Order, error) {
 }
 
 // mustPlace places an order that must be accepted.
-func (c caller) mustPlace(key string, lines ...any) *domain.Order {
+func (c caller) mustPlace(key string, lines ...testkit.OrderLine) *domain.Order {
 	c.t.Helper()
 	o, err := c.place(key, lines...)
 	if err != nil || o == nil {

@@ -21,15 +21,15 @@ import (
 func checkNoOversell(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
 	found := &testkit.Findings{}
 	const n, stock = 100, 10
-	product := e.NewProduct(100, stock)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: stock})
 	customers := make([]testkit.Actor, n)
 	for i := range customers {
-		customers[i] = e.NewActor("customer", 1_000_000)
+		customers[i] = e.NewCustomer(1_000_000)
 	}
 	codes := make([]domain.Code, n)
 	done := m.Arm(t, e)
 	testkit.Race(n, func(i int) {
-		_, err := as(e, customers[i]).place("k", product, 1)
+		_, err := as(e, customers[i]).place("k", testkit.Line(product, 1))
 		codes[i] = code(err)
 		if err != nil && codes[i] != domain.CodeInsufficientStock {
 			found.Add("order %d: %v", i, err)
@@ -78,18 +78,18 @@ func TestRaceNoOversell(t *testing.T) {
 func checkReversedLines(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
 	found := &testkit.Findings{}
 	const rounds, stock = 10, 10_000
-	a, b := e.NewProduct(10, stock), e.NewProduct(10, stock)
+	a, b := e.NewProduct(testkit.ProductSpec{PriceCents: 10, Stock: stock}), e.NewProduct(testkit.ProductSpec{PriceCents: 10, Stock: stock})
 	ok := 0
 	for round := range rounds {
-		customers := [2]testkit.Actor{e.NewActor("customer", 1_000_000), e.NewActor("customer", 1_000_000)}
+		customers := [2]testkit.Actor{e.NewCustomer(1_000_000), e.NewCustomer(1_000_000)}
 		codes := make([]domain.Code, 2)
 		done := m.Arm(t, e)
 		testkit.Race(2, func(i int) {
 			var err error
 			if i == 0 {
-				_, err = as(e, customers[i]).place("k", a, 1, b, 2)
+				_, err = as(e, customers[i]).place("k", testkit.Line(a, 1), testkit.Line(b, 2))
 			} else {
-				_, err = as(e, customers[i]).place("k", b, 2, a, 1)
+				_, err = as(e, customers[i]).place("k", testkit.Line(b, 2), testkit.Line(a, 1))
 			}
 			codes[i] = code(err)
 			if err != nil {
@@ -140,15 +140,15 @@ func TestRaceReversedLinesNeverDeadlock(t *testing.T) {
 func checkCreditLimit(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
 	found := &testkit.Findings{}
 	const n = 20
-	customer := e.NewActor("customer", 1000)
+	customer := e.NewCustomer(1000)
 	products := make([]string, n)
 	for i := range products {
-		products[i] = e.NewProduct(600, 100)
+		products[i] = e.NewProduct(testkit.ProductSpec{PriceCents: 600, Stock: 100})
 	}
 	codes := make([]domain.Code, n)
 	done := m.Arm(t, e)
 	testkit.Race(n, func(i int) {
-		_, err := as(e, customer).place(fmt.Sprintf("k%d", i), products[i], 1)
+		_, err := as(e, customer).place(fmt.Sprintf("k%d", i), testkit.Line(products[i], 1))
 		codes[i] = code(err)
 		if err != nil && codes[i] != domain.CodeCreditLimitExceeded {
 			found.Add("order %d: %v", i, err)

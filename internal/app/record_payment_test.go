@@ -19,9 +19,9 @@ import (
 // succeed and the rest get overpayment, and the retried key counts once.
 func checkPayments(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
 	found := &testkit.Findings{}
-	customer := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(100, 100)
-	order := as(e, customer).mustPlace("order", product, 10).ID()
+	customer := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 100})
+	order := as(e, customer).mustPlace("order", testkit.Line(product, 10)).ID()
 	const distinct, retried = 30, 10
 	codes := make([]domain.Code, distinct+retried)
 	done := m.Arm(t, e)

@@ -24,8 +24,8 @@ func (c caller) refund(order uuid.UUID, key string, amount int64) error {
 // it: paid is then refundable.
 func paidAndCancelled(e *testkit.Env, customer testkit.Actor, total, paid int64) uuid.UUID {
 	e.T.Helper()
-	product := e.NewProduct(total, 1)
-	o := as(e, customer).mustPlace("order-"+product, product, 1)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: total, Stock: 1})
+	o := as(e, customer).mustPlace("order-"+product, testkit.Line(product, 1))
 	if err := as(e, customer).pay(o.ID(), "pay-"+product, paid); err != nil {
 		e.T.Fatalf("pay: %v", err)
 	}
@@ -43,7 +43,7 @@ func paidAndCancelled(e *testkit.Env, customer testkit.Actor, total, paid int64)
 // owes nothing).
 func checkRefunds(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
 	found := &testkit.Findings{}
-	customer := e.NewActor("customer", 1_000_000)
+	customer := e.NewCustomer(1_000_000)
 	order := paidAndCancelled(e, customer, 1000, 1000)
 	const distinct, retried = 30, 10
 	codes := make([]domain.Code, distinct+retried)
@@ -135,10 +135,10 @@ func TestRefundRules(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)
 	e.CheckAtEnd()
-	customer := e.NewActor("customer", 1_000_000)
+	customer := e.NewCustomer(1_000_000)
 	staff := as(e, e.Staff)
-	product := e.NewProduct(1000, 10)
-	placed := as(e, customer).mustPlace("placed", product, 1)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 1000, Stock: 10})
+	placed := as(e, customer).mustPlace("placed", testkit.Line(product, 1))
 	if err := as(e, customer).pay(placed.ID(), "pay-placed", 400); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // commitFault places an order through a proxy that cuts the service's
@@ -39,15 +40,15 @@ func commitFault(t *testing.T, cut testkit.Cut, wantCommitted bool, keys app.Key
 			return testkit.Override{Inner: inner, Keys: func(app.Repositories) app.KeyStore { return keys }}
 		}
 	}
-	e := testkit.New(t, opts)
+	e := httpkit.New(t, opts)
 	if keys == nil {
 		e.CheckAtEnd() // the guarded runs leave every balance equal to its orders
 	}
-	customer := e.NewActor("customer", 1_000_000)
+	customer := e.NewCustomer(1_000_000)
 	const stock, qty = 100, 3
-	product := e.NewProduct(250, stock)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: stock})
 	body := orderBody(product, qty)
-	place := func() *testkit.Response {
+	place := func() *httpkit.Response {
 		return e.Do("POST", "/v1/orders", customer.Token, body, "Idempotency-Key", "ambiguous-1")
 	}
 

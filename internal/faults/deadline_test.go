@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestRequestDeadlineBoundsAWaitInPgBouncersQueue: behind PgBouncer, a
@@ -26,11 +27,11 @@ func TestRequestDeadlineBoundsAWaitInPgBouncersQueue(t *testing.T) {
 	// once with "server login has been failing", which is a 503 too).
 	target := testkit.HostPort(t, proxy.Via(url))
 	const deadline, patience = 500 * time.Millisecond, 10 * time.Second
-	guarded := testkit.New(t, testkit.Options{DatabaseURL: testkit.StartPgBouncer(t, target).Via(url), RequestTimeout: deadline})
-	naive := testkit.New(t, testkit.Options{DatabaseURL: testkit.StartPgBouncer(t, target).Via(url)})
-	customer := guarded.NewActor("customer", 1_000_000)
-	product := guarded.NewProduct(100, 1000)
-	for _, e := range []*testkit.Env{guarded, naive} {
+	guarded := httpkit.New(t, testkit.Options{DatabaseURL: testkit.StartPgBouncer(t, target).Via(url), RequestTimeout: deadline})
+	naive := httpkit.New(t, testkit.Options{DatabaseURL: testkit.StartPgBouncer(t, target).Via(url)})
+	customer := guarded.NewCustomer(1_000_000)
+	product := guarded.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1000})
+	for _, e := range []*httpkit.Env{guarded, naive} {
 		if r := e.Do("GET", "/v1/products/"+product, customer.Token, nil); r.Status != http.StatusOK {
 			t.Fatalf("before the outage: %d %s", r.Status, r.Body)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -33,10 +34,10 @@ func orderBody(product string, qty int) string {
 // "Simulate a lost response followed by retry").
 func TestClientDisconnectThenRetryYieldsOneOrder(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	e.CheckAtEnd()
-	customer := e.NewActor("customer", 1_000_000_000)
-	product := e.NewProduct(100, 100_000)
+	customer := e.NewCustomer(1_000_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 100_000})
 	addr := strings.TrimPrefix(e.Server.URL, "http://")
 	const keys = 30
 	for i := 0; i < keys; i++ {
@@ -193,10 +194,10 @@ func TestDatabaseOutageAnswers503ThenRecovers(t *testing.T) {
 	t.Parallel()
 	url := testkit.DB(t)
 	proxy := testkit.NewProxy(t, testkit.HostPort(t, url))
-	e := testkit.New(t, testkit.Options{DatabaseURL: proxy.Via(url)})
+	e := httpkit.New(t, testkit.Options{DatabaseURL: proxy.Via(url)})
 	e.CheckAtEnd()
-	customer := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(100, 1000)
+	customer := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1000})
 	if r := e.Do("POST", "/v1/orders", customer.Token, orderBody(product, 1), "Idempotency-Key", "before"); r.Status != http.StatusCreated {
 		t.Fatalf("before the outage: %d %s", r.Status, r.Body)
 	}

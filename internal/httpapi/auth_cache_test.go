@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // A process remembers which actor a token belongs to, but never whether it
@@ -42,12 +43,12 @@ func authProbes(product, order string) []probe {
 // warmReplicas makes two services on one database, a customer with one
 // token per probe (so that every probe starts from a warm cache entry: a
 // refused check evicts its entry), and warms every token on both.
-func warmReplicas(t *testing.T) (a, b *testkit.Env, customer testkit.Actor, probes []probe, tokens []string) {
-	a = testkit.New(t)
-	b = testkit.New(t, testkit.Options{DatabaseURL: a.URL})
-	customer = a.NewActor("customer", 1_000_000)
-	product := a.NewProduct(100, 1000)
-	placed := placeOrder(a, customer.Token, "warm", product, 1)
+func warmReplicas(t *testing.T) (a, b *httpkit.Env, customer testkit.Actor, probes []probe, tokens []string) {
+	a = httpkit.New(t)
+	b = httpkit.New(t, testkit.Options{DatabaseURL: a.URL})
+	customer = a.NewCustomer(1_000_000)
+	product := a.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1000})
+	placed := a.PlaceOrder(customer.Token, "warm", testkit.Line(product, 1))
 	if placed.Status != http.StatusCreated {
 		t.Fatalf("place: %d %s", placed.Status, placed.Body)
 	}
@@ -57,7 +58,7 @@ func warmReplicas(t *testing.T) (a, b *testkit.Env, customer testkit.Actor, prob
 		a.Exec(`INSERT INTO api_tokens (token_hash, actor_id) VALUES (sha256(convert_to($1, 'UTF8')), $2)`, tok, customer.ID)
 		tokens = append(tokens, tok)
 	}
-	for _, e := range []*testkit.Env{a, b} {
+	for _, e := range []*httpkit.Env{a, b} {
 		for _, tok := range tokens {
 			if r := e.Do("GET", probes[0].path, tok, nil); r.Status != http.StatusOK {
 				t.Fatalf("warm-up: %d %s", r.Status, r.Body)
@@ -67,7 +68,7 @@ func warmReplicas(t *testing.T) (a, b *testkit.Env, customer testkit.Actor, prob
 	return a, b, customer, probes, tokens
 }
 
-func expectRefused(t *testing.T, envs []*testkit.Env, tokens []string, probes []probe) {
+func expectRefused(t *testing.T, envs []*httpkit.Env, tokens []string, probes []probe) {
 	t.Helper()
 	for i, e := range envs {
 		for j, p := range probes {
@@ -88,7 +89,7 @@ func TestDeactivationRefusesCachedTokensAtOnceOnEveryReplica(t *testing.T) {
 	if r := a.Do("POST", "/v1/actors/"+customer.ID+"/deactivate", a.Staff.Token, nil); r.Status != http.StatusOK {
 		t.Fatalf("deactivate: %d %s", r.Status, r.Body)
 	}
-	expectRefused(t, []*testkit.Env{a, b}, tokens, probes)
+	expectRefused(t, []*httpkit.Env{a, b}, tokens, probes)
 	if n := a.QueryInt(`SELECT count(*) FROM orders`); n != 1 {
 		t.Errorf("%d orders after the deactivation, want the 1 from before", n)
 	}
@@ -98,7 +99,7 @@ func TestDeletedTokenIsRefusedAtOnce(t *testing.T) {
 	t.Parallel()
 	a, b, customer, probes, tokens := warmReplicas(t)
 	a.Exec(`DELETE FROM api_tokens WHERE actor_id = $1`, customer.ID)
-	expectRefused(t, []*testkit.Env{a, b}, tokens, probes)
+	expectRefused(t, []*httpkit.Env{a, b}, tokens, probes)
 }
 
 // Requests that answer without a statement still answer normally for an

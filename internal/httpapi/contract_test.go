@@ -14,10 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // wantProblem fails unless r is a Problem Details answer with status and code.
-func wantProblem(t *testing.T, what string, r *testkit.Response, status int, code string) {
+func wantProblem(t *testing.T, what string, r *httpkit.Response, status int, code string) {
 	t.Helper()
 	if r.Err != nil {
 		t.Fatalf("%s: %v", what, r.Err)
@@ -40,7 +41,7 @@ func wantProblem(t *testing.T, what string, r *testkit.Response, status int, cod
 }
 
 // fieldsOf returns the field paths of a validation problem.
-func fieldsOf(r *testkit.Response) []string {
+func fieldsOf(r *httpkit.Response) []string {
 	var out []string
 	errs, _ := r.JSON["errors"].([]any)
 	for _, e := range errs {
@@ -52,7 +53,7 @@ func fieldsOf(r *testkit.Response) []string {
 }
 
 // raw sends a request with no helper conveniences: exact headers, raw body.
-func raw(t *testing.T, e *testkit.Env, method, path string, body []byte, header http.Header) *testkit.Response {
+func raw(t *testing.T, e *httpkit.Env, method, path string, body []byte, header http.Header) *httpkit.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), method, e.Server.URL+path, bytes.NewReader(body))
 	if err != nil {
@@ -68,7 +69,7 @@ func raw(t *testing.T, e *testkit.Env, method, path string, body []byte, header 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testkit.Response{Status: res.StatusCode, Header: res.Header, Body: b}
+	return &httpkit.Response{Status: res.StatusCode, Header: res.Header, Body: b}
 }
 
 // TestContractAuthentication: a /v1 call without a valid bearer token is 401
@@ -76,7 +77,7 @@ func raw(t *testing.T, e *testkit.Env, method, path string, body []byte, header 
 // token stops working at once.
 func TestContractAuthentication(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	cases := []struct{ name, auth string }{
 		{"missing", ""},
 		{"unknown token", "Bearer osk_not-a-token"},
@@ -96,7 +97,7 @@ func TestContractAuthentication(t *testing.T) {
 		}
 	}
 
-	customer := e.NewActor("customer", 0)
+	customer := e.NewCustomer(0)
 	if r := e.Do("GET", "/v1/products", customer.Token, nil); r.Status != http.StatusOK {
 		t.Fatalf("active customer: %d %s", r.Status, r.Body)
 	}
@@ -110,9 +111,9 @@ func TestContractAuthentication(t *testing.T) {
 // forbidden, and nothing changes.
 func TestContractForbiddenRoles(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	customer := e.NewActor("customer", 1_000_00)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	customer := e.NewCustomer(1_000_00)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	wantProblem(t, "customer creates a product", e.Do("POST", "/v1/products", customer.Token,
 		map[string]any{"sku": "NOPE", "name": "x", "price_cents": 1, "stock": 1}), http.StatusForbidden, "forbidden")
 	wantProblem(t, "customer adjusts stock", e.Do("POST", adjustPath(id), customer.Token,
@@ -149,7 +150,7 @@ func TestContractForbiddenRoles(t *testing.T) {
 // customer cannot tell another customer's order from a missing one.
 func TestContractNotFoundAndMethodNotAllowed(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	wantProblem(t, "unknown route", e.Do("GET", "/nope", "", nil), http.StatusNotFound, "not_found")
 	wantProblem(t, "unknown /v1 route", e.Do("GET", "/v1/nope", e.Staff.Token, nil), http.StatusNotFound, "not_found")
 	wantProblem(t, "unknown product", e.Do("GET", "/v1/products/"+uuid.NewString(), e.Staff.Token, nil), http.StatusNotFound, "not_found")
@@ -175,8 +176,8 @@ func TestContractNotFoundAndMethodNotAllowed(t *testing.T) {
 		}
 	}
 
-	alice, bob := e.NewActor("customer", 1_000_00), e.NewActor("customer", 1_000_00)
-	pid := e.NewProduct(100, 10)
+	alice, bob := e.NewCustomer(1_000_00), e.NewCustomer(1_000_00)
+	pid := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	order := e.Do("POST", "/v1/orders", alice.Token, map[string]any{"lines": []any{map[string]any{"product_id": pid, "quantity": 1}}},
 		"Idempotency-Key", "alice-1")
 	if order.Status != http.StatusCreated {
@@ -198,8 +199,8 @@ func TestContractNotFoundAndMethodNotAllowed(t *testing.T) {
 // the path of every broken field.
 func TestContractBodyRules(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 
 	big := `{"sku":"BIG","name":"` + strings.Repeat("x", 1<<20) + `","price_cents":1,"stock":1}`
 	wantProblem(t, "body over 1 MiB", e.Do("POST", "/v1/products", e.Staff.Token, big), http.StatusRequestEntityTooLarge, "payload_too_large")
@@ -250,7 +251,7 @@ func TestContractBodyRules(t *testing.T) {
 			[]string{"Idempotency-Key", "f5"}, []string{"amount_cents"}},
 		{"limit", "GET", "/v1/products?limit=0", nil, nil, []string{"limit"}},
 	}
-	customer := e.NewActor("customer", 1_000_00)
+	customer := e.NewCustomer(1_000_00)
 	for _, c := range fieldCases {
 		token := e.Staff.Token
 		if c.path == "/v1/orders" {
@@ -267,7 +268,7 @@ func TestContractBodyRules(t *testing.T) {
 // TestContractSKUTaken: a second product with a taken SKU is 409 sku_taken.
 func TestContractSKUTaken(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	body := map[string]any{"sku": "MUG-1", "name": "Mug", "price_cents": 900, "stock": 1}
 	if r := e.Do("POST", "/v1/products", e.Staff.Token, body); r.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
@@ -286,8 +287,8 @@ func TestContractSKUTaken(t *testing.T) {
 // (EXT.CONCURRENCY.VERSION.001).
 func TestContractConditionalRequests(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	path := "/v1/products/" + id
 
 	get := e.Do("GET", path, e.Staff.Token, nil)
@@ -325,7 +326,7 @@ func TestContractConditionalRequests(t *testing.T) {
 	}
 	wantProblem(t, "old tag after the change", e.Do("PATCH", path, e.Staff.Token, patch, "If-Match", `"v1"`), http.StatusConflict, "version_conflict")
 
-	customer := e.NewActor("customer", 1_000_00)
+	customer := e.NewCustomer(1_000_00)
 	order := e.Do("POST", "/v1/orders", customer.Token, map[string]any{"lines": []any{map[string]any{"product_id": id, "quantity": 1}}},
 		"Idempotency-Key", "o1")
 	oid := order.String("id")
@@ -341,10 +342,10 @@ func TestContractConditionalRequests(t *testing.T) {
 // ending with a null next_cursor.
 func TestContractPagination(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	var created []string
 	for range 7 {
-		created = append(created, e.NewProduct(100, 1))
+		created = append(created, e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1}))
 	}
 	slices.Reverse(created) // newest first
 
@@ -404,7 +405,7 @@ func TestContractPagination(t *testing.T) {
 }
 
 // tableDigest returns a digest of every row of every table the service writes.
-func tableDigest(t *testing.T, e *testkit.Env) map[string]string {
+func tableDigest(t *testing.T, e *httpkit.Env) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, tbl := range []string{"actors", "api_tokens", "products", "stock_levels", "stock_adjustments", "idempotency_keys", "orders", "order_lines", "payments", "refunds", "outbox_events"} {
@@ -423,9 +424,9 @@ func tableDigest(t *testing.T, e *testkit.Env) map[string]string {
 // key, no moved stock, no event.
 func TestContractRejectionsLeaveNoTrace(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	customer := e.NewActor("customer", 500)
-	plenty, scarce := e.NewProduct(100, 100), e.NewProduct(100, 1)
+	e := httpkit.New(t)
+	customer := e.NewCustomer(500)
+	plenty, scarce := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 100}), e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1})
 	placed := e.Do("POST", "/v1/orders", customer.Token, map[string]any{"lines": []any{map[string]any{"product_id": plenty, "quantity": 2}}},
 		"Idempotency-Key", "setup-order")
 	if placed.Status != http.StatusCreated {
@@ -513,7 +514,7 @@ func decodeJSON(b []byte) map[string]any {
 // X-Request-Id, and the metrics count requests, replays and version conflicts.
 func TestContractOperationalEndpoints(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r := e.Do("GET", p, "", nil)
 		if r.Status != http.StatusOK || string(r.Body) != "ok\n" || r.Header.Get("X-Request-Id") == "" {
@@ -531,7 +532,7 @@ func TestContractOperationalEndpoints(t *testing.T) {
 		t.Errorf("problem request_id %q, want the caller's", r.String("request_id"))
 	}
 
-	id := e.NewProduct(100, 10)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	adjust(e, e.Staff.Token, id, 1, "m1")
 	if r := adjust(e, e.Staff.Token, id, 1, "m1"); !replayed(r) {
 		t.Fatalf("no replay: %d %s", r.Status, r.Body)

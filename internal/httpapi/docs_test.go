@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // GET /docs is a page whose every asset comes from this service (embedded in
@@ -14,7 +14,7 @@ import (
 // operation is checked in headless Chromium by .ci/docs-check.sh.
 func TestDocsPageServesItsOwnAssets(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	page := e.Do("GET", "/docs", "", nil)
 	if page.Status != 200 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET /docs: %d %s", page.Status, page.Header.Get("Content-Type"))

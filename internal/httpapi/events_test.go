@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 var keySeq atomic.Int64
@@ -25,7 +26,7 @@ type storedEvent struct {
 }
 
 // events returns the outbox rows in insertion order.
-func events(t *testing.T, e *testkit.Env) []storedEvent {
+func events(t *testing.T, e *httpkit.Env) []storedEvent {
 	t.Helper()
 	rows, err := e.Pool.Query(context.Background(), `SELECT type, aggregate_id::text, payload FROM outbox_events ORDER BY id`)
 	if err != nil {
@@ -50,7 +51,7 @@ func events(t *testing.T, e *testkit.Env) []storedEvent {
 	return out
 }
 
-func expectStatus(t *testing.T, what string, res *testkit.Response, status int, code string) {
+func expectStatus(t *testing.T, what string, res *httpkit.Response, status int, code string) {
 	t.Helper()
 	if res.Err != nil || res.Status != status || (code != "" && res.Code() != code) {
 		t.Fatalf("%s: got %d %s (%v), want %d %s", what, res.Status, res.Body, res.Err, status, code)
@@ -63,9 +64,9 @@ func expectStatus(t *testing.T, what string, res *testkit.Response, status int, 
 // can act on, and that a replayed request wrote none.
 func TestEventsAreWrittenWithTheirChange(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	cust := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(250, 10)
+	e := httpkit.New(t)
+	cust := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 10})
 	want := 0
 	check := func(what string, wantType string) storedEvent {
 		t.Helper()
@@ -175,18 +176,18 @@ const (
 )
 
 // outboxEnv is the service with its events written by w.
-func outboxEnv(t *testing.T, w outboxWriter) *testkit.Env {
+func outboxEnv(t *testing.T, w outboxWriter) *httpkit.Env {
 	switch w {
 	case beforeCommitOnPool:
-		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+		return httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Outbox: func(app.Repositories) app.OutboxRepo { return inner.WithoutTx().Outbox() }}
 		}})
 	case afterCommitOnPool:
-		return testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+		return httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return afterCommitOutbox{inner}
 		}})
 	}
-	return testkit.New(t)
+	return httpkit.New(t)
 }
 
 // afterCommitOutbox keeps the events a use case appends and writes them on
@@ -224,16 +225,16 @@ func (h *heldEvents) Append(_ context.Context, ev app.Event) error {
 // its event.
 type outboxCase struct {
 	name, change, events string
-	do                   func() *testkit.Response
+	do                   func() *httpkit.Response
 }
 
 // outboxCases sets up one case per use case that appends an event, each on
 // rows of its own.
-func outboxCases(t *testing.T, e *testkit.Env) []outboxCase {
+func outboxCases(t *testing.T, e *httpkit.Env) []outboxCase {
 	t.Helper()
-	product := e.NewProduct(100, 10)
-	buyer := e.NewActor("customer", 1_000_000)
-	owner := e.NewActor("customer", 1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	buyer := e.NewCustomer(1_000_000)
+	owner := e.NewCustomer(1_000_000)
 	order := func() (string, string) {
 		res := e.Do("POST", "/v1/orders", owner.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}}, "Idempotency-Key", newKey())
 		expectStatus(t, "setup order", res, http.StatusCreated, "")
@@ -246,31 +247,31 @@ func outboxCases(t *testing.T, e *testkit.Env) []outboxCase {
 		{"adjust stock",
 			fmt.Sprintf(`(SELECT count(*) FROM stock_adjustments WHERE product_id = '%s')`, product),
 			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'stock.adjusted' AND aggregate_id = '%s')`, product),
-			func() *testkit.Response {
+			func() *httpkit.Response {
 				return e.Do("POST", "/v1/products/"+product+"/stock-adjustments", e.Staff.Token, map[string]any{"delta": 7, "reason": "restock"}, "Idempotency-Key", newKey())
 			}},
 		{"place order",
 			fmt.Sprintf(`(SELECT count(*) FROM orders WHERE customer_id = '%s')`, buyer.ID),
 			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'order.placed' AND payload->>'customer_id' = '%s')`, buyer.ID),
-			func() *testkit.Response {
+			func() *httpkit.Response {
 				return e.Do("POST", "/v1/orders", buyer.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 2}}}, "Idempotency-Key", newKey())
 			}},
 		{"record payment",
 			fmt.Sprintf(`(SELECT count(*) FROM payments WHERE order_id = '%s')`, toPay),
 			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'payment.recorded' AND aggregate_id = '%s')`, toPay),
-			func() *testkit.Response {
+			func() *httpkit.Response {
 				return e.Do("POST", "/v1/orders/"+toPay+"/payments", owner.Token, map[string]any{"amount_cents": 50}, "Idempotency-Key", newKey())
 			}},
 		{"ship order",
 			fmt.Sprintf(`(SELECT count(*) FROM orders WHERE id = '%s' AND status = 'shipped')`, toShip),
 			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'order.shipped' AND aggregate_id = '%s')`, toShip),
-			func() *testkit.Response {
+			func() *httpkit.Response {
 				return e.Do("POST", "/v1/orders/"+toShip+"/ship", e.Staff.Token, nil, "If-Match", shipTag)
 			}},
 		{"cancel order",
 			fmt.Sprintf(`(SELECT count(*) FROM orders WHERE id = '%s' AND status = 'cancelled')`, toCancel),
 			fmt.Sprintf(`(SELECT count(*) FROM outbox_events WHERE type = 'order.cancelled' AND aggregate_id = '%s')`, toCancel),
-			func() *testkit.Response {
+			func() *httpkit.Response {
 				return e.Do("POST", "/v1/orders/"+toCancel+"/cancel", owner.Token, nil, "If-Match", cancelTag)
 			}},
 	}
@@ -278,7 +279,7 @@ func outboxCases(t *testing.T, e *testkit.Env) []outboxCase {
 
 // seen reads, in one statement and so in one snapshot, how many business
 // changes and events of c a reader sees.
-func (c outboxCase) seen(t *testing.T, e *testkit.Env) (changes, events int64) {
+func (c outboxCase) seen(t *testing.T, e *httpkit.Env) (changes, events int64) {
 	t.Helper()
 	if err := e.Pool.QueryRow(context.Background(), `SELECT `+c.change+`, `+c.events).Scan(&changes, &events); err != nil {
 		t.Fatal(err)
@@ -291,12 +292,12 @@ func (c outboxCase) seen(t *testing.T, e *testkit.Env) (changes, events int64) {
 // event could be written (before the event's insert, before COMMIT), and
 // has a reader look meanwhile. It returns every moment at which the reader
 // saw the change without its event or the event without its change.
-func eventVisibility(t *testing.T, e *testkit.Env) []string {
+func eventVisibility(t *testing.T, e *httpkit.Env) []string {
 	var broken []string
 	for _, at := range []string{"OutboxInsert", "commit"} {
 		for _, c := range outboxCases(t, e) {
 			stop := e.Hooks.StopFirst(testkit.Before, at, 1)
-			out := make(chan *testkit.Response, 1)
+			out := make(chan *httpkit.Response, 1)
 			go func() { out <- c.do() }()
 			stop.WaitArrived(t, 10*time.Second)
 			changes, events := c.seen(t, e)
@@ -350,7 +351,7 @@ func TestOutboxEventBecomesVisibleWithItsChange(t *testing.T) {
 // no row passes, NOT VALID so that the rows already there stay) and runs
 // every case. It returns every case that was not answered with a 5xx or
 // whose business change, key record or event survived the failed insert.
-func eventFailure(t *testing.T, e *testkit.Env) []string {
+func eventFailure(t *testing.T, e *httpkit.Env) []string {
 	cases := outboxCases(t, e)
 	keysBefore := e.QueryInt(`SELECT count(*) FROM idempotency_keys`)
 	e.Exec(`ALTER TABLE outbox_events ADD CONSTRAINT refuse_every_event CHECK (false) NOT VALID`)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestPlacementAcrossFailoverWithMultiHostURL: the service runs on a
@@ -21,18 +22,18 @@ func TestPlacementAcrossFailoverWithMultiHostURL(t *testing.T) {
 	t.Parallel()
 	rep := testkit.StartReplication(t, true)
 	const requestTimeout = 5 * time.Second
-	e := testkit.New(t, testkit.Options{DatabaseURL: rep.MultiHostURL(), RequestTimeout: requestTimeout, KeyWait: 2 * time.Second})
-	customer := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(100, 1000)
+	e := httpkit.New(t, testkit.Options{DatabaseURL: rep.MultiHostURL(), RequestTimeout: requestTimeout, KeyWait: 2 * time.Second})
+	customer := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1000})
 
-	before := placeOrder(e, customer.Token, "before-crash", product, 1)
+	before := e.PlaceOrder(customer.Token, "before-crash", testkit.Line(product, 1))
 	if before.Status != http.StatusCreated {
 		t.Fatalf("placement before the crash: %d %s", before.Status, before.Body)
 	}
 	rep.Primary.Stop()
 
 	start := time.Now()
-	during := placeOrder(e, customer.Token, "across-failover", product, 1)
+	during := e.PlaceOrder(customer.Token, "across-failover", testkit.Line(product, 1))
 	took := time.Since(start)
 	if during.Status != http.StatusServiceUnavailable || during.Header.Get("Retry-After") == "" {
 		t.Fatalf("placement with the primary down: %d (Retry-After %q) %s (err %v), want 503 with Retry-After",
@@ -46,9 +47,9 @@ func TestPlacementAcrossFailoverWithMultiHostURL(t *testing.T) {
 	}
 
 	rep.Standby.Promote()
-	var after *testkit.Response
+	var after *httpkit.Response
 	for attempt := 1; attempt <= 30; attempt++ {
-		after = placeOrder(e, customer.Token, "across-failover", product, 1)
+		after = e.PlaceOrder(customer.Token, "across-failover", testkit.Line(product, 1))
 		if after.Status == http.StatusCreated || after.Status == http.StatusOK {
 			t.Logf("retry %d of the same key placed the order on the promoted standby", attempt)
 			break

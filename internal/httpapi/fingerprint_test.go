@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/httpapi"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestRetryAcrossAFormChangeReplays: a stock adjustment is recorded by the
@@ -20,9 +21,9 @@ import (
 // idempotency_key_reused), which it did not.
 func TestRetryAcrossAFormChangeReplays(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	product := e.NewProduct(100, 10)
-	release := func(keepPrevious bool) *testkit.Env { // the same database, served by the next release
+	e := httpkit.New(t)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	release := func(keepPrevious bool) *httpkit.Env { // the same database, served by the next release
 		s := httpapi.NewServer(httpapi.Deps{Log: testkit.Logger(t), Registry: prometheus.NewRegistry(), Ready: e.Runner.Ping, App: e.App})
 		httpapi.MoveFormToNextVersion(s, "adjustStock", keepPrevious)
 		srv := httptest.NewServer(s)
@@ -57,9 +58,9 @@ func TestRetryAcrossAFormChangeReplays(t *testing.T) {
 // semantics): the second replays the first's answer, it is not 422.
 func TestIfMatchListOrderDoesNotChangeTheRequest(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	customer := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	customer := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	order := e.Do("POST", "/v1/orders", customer.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}},
 		"Idempotency-Key", "o")
 	if order.Status != http.StatusCreated {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // BenchmarkPlacementByHistory places orders, one at a time through the real
@@ -27,11 +28,11 @@ import (
 // be: nine in ten orders shipped and paid, the rest placed and unpaid or
 // cancelled.
 func BenchmarkPlacementByHistory(b *testing.B) {
-	e := testkit.New(b)
-	product := e.NewProduct(100, 1_000_000_000)
-	warm := e.NewActor("customer", 100_000_000_000) // connections, prepared statements, caches
+	e := httpkit.New(b)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1_000_000_000})
+	warm := e.NewCustomer(100_000_000_000) // connections, prepared statements, caches
 	for i := range 100 {
-		placeOrder(e, warm.Token, fmt.Sprintf("warm-%d", i), product, 1)
+		e.PlaceOrder(warm.Token, fmt.Sprintf("warm-%d", i), testkit.Line(product, 1))
 	}
 	// The bulk load runs on a connection of its own, without the service's
 	// statement timeout: on a busy machine 100,000 rows can take longer.
@@ -51,7 +52,7 @@ func BenchmarkPlacementByHistory(b *testing.B) {
 	histories := []int{0, 10_000, 100_000}
 	customers := make([]testkit.Actor, len(histories))
 	for k, history := range histories {
-		customers[k] = e.NewActor("customer", 100_000_000_000)
+		customers[k] = e.NewCustomer(100_000_000_000)
 		exec(`INSERT INTO orders (id, customer_id, status, total_cents, paid_cents)
 			SELECT gen_random_uuid(), $1, s.status, 1000, CASE WHEN s.status = 'shipped' THEN 1000 ELSE 0 END
 			FROM generate_series(1, $2::int) i,
@@ -67,7 +68,7 @@ func BenchmarkPlacementByHistory(b *testing.B) {
 		i++
 		for k, c := range customers {
 			start := time.Now()
-			res := placeOrder(e, c.Token, fmt.Sprintf("bench-%d", i), product, 1)
+			res := e.PlaceOrder(c.Token, fmt.Sprintf("bench-%d", i), testkit.Line(product, 1))
 			took[k] = append(took[k], time.Since(start))
 			if res.Status != http.StatusCreated {
 				b.Fatalf("place: %d %s", res.Status, res.Body)

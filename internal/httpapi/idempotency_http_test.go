@@ -7,15 +7,16 @@ import (
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // adjust sends one stock adjustment of product id with key.
-func adjust(e *testkit.Env, token, id string, delta int, key string) *testkit.Response {
+func adjust(e *httpkit.Env, token, id string, delta int, key string) *httpkit.Response {
 	return e.Do("POST", adjustPath(id), token, map[string]any{"delta": delta, "reason": "count"}, "Idempotency-Key", key)
 }
 
 // wantFresh fails unless r is a first execution with status.
-func wantFresh(t *testing.T, what string, r *testkit.Response, status int) {
+func wantFresh(t *testing.T, what string, r *httpkit.Response, status int) {
 	t.Helper()
 	if r.Status != status || replayed(r) {
 		t.Fatalf("%s: %d (replayed %v) %s, want a fresh %d", what, r.Status, replayed(r), r.Body, status)
@@ -23,7 +24,7 @@ func wantFresh(t *testing.T, what string, r *testkit.Response, status int) {
 }
 
 // wantReplay fails unless r replays orig: same status and body, marked.
-func wantReplay(t *testing.T, what string, r, orig *testkit.Response) {
+func wantReplay(t *testing.T, what string, r, orig *httpkit.Response) {
 	t.Helper()
 	if r.Status != orig.Status || !replayed(r) || !bytes.Equal(r.Body, orig.Body) {
 		t.Fatalf("%s: %d (replayed %v) %s, want the replay of %d %s", what, r.Status, replayed(r), r.Body, orig.Status, orig.Body)
@@ -31,21 +32,21 @@ func wantReplay(t *testing.T, what string, r, orig *testkit.Response) {
 }
 
 // keyRows counts the stored idempotency records.
-func keyRows(e *testkit.Env) int64 { return e.QueryInt(`SELECT count(*) FROM idempotency_keys`) }
+func keyRows(e *httpkit.Env) int64 { return e.QueryInt(`SELECT count(*) FROM idempotency_keys`) }
 
 // TestIdempotencyKeyReusedWithOtherBody: the same key with a different
 // request is 422 idempotency_key_reused and changes nothing
 // (EXT.IDEMPOTENCY.KEY.001: reject reuse with a different fingerprint).
 func TestIdempotencyKeyReusedWithOtherBody(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	wantFresh(t, "first", adjust(e, e.Staff.Token, id, 1, "k1"), http.StatusCreated)
 	r := adjust(e, e.Staff.Token, id, 2, "k1")
 	if r.Status != http.StatusUnprocessableEntity || r.Code() != "idempotency_key_reused" {
 		t.Fatalf("same key, other delta: %d %s, want 422 idempotency_key_reused", r.Status, r.Body)
 	}
-	other := e.NewProduct(100, 10)
+	other := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	if r := adjust(e, e.Staff.Token, other, 1, "k1"); r.Code() != "idempotency_key_reused" {
 		t.Fatalf("same key, same body, other product (path parameter): %d %s, want 422 idempotency_key_reused", r.Status, r.Body)
 	}
@@ -59,8 +60,8 @@ func TestIdempotencyKeyReusedWithOtherBody(t *testing.T) {
 // differently still replays (EXT.IDEMPOTENCY.KEY.001: canonical form).
 func TestIdempotencyReorderedJSONIsTheSameRequest(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	first := e.Do("POST", adjustPath(id), e.Staff.Token, `{"delta":4,"reason":"recount"}`, "Idempotency-Key", "k-order")
 	wantFresh(t, "first", first, http.StatusCreated)
 	again := e.Do("POST", adjustPath(id), e.Staff.Token, "{\n  \"reason\" : \"recount\",\t\"delta\": 4 }\n", "Idempotency-Key", "k-order")
@@ -71,9 +72,9 @@ func TestIdempotencyReorderedJSONIsTheSameRequest(t *testing.T) {
 // independent keys (EXT.IDEMPOTENCY.KEY.001: scope is actor, operation, key).
 func TestIdempotencyKeyScopedToActor(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	other := e.NewActor("staff", 0)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	other := e.NewStaff()
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	wantFresh(t, "staff 1", adjust(e, e.Staff.Token, id, 1, "shared"), http.StatusCreated)
 	wantFresh(t, "staff 2, same key and body", adjust(e, other.Token, id, 1, "shared"), http.StatusCreated)
 	if s := stockOf(e, id); s != 12 {
@@ -85,8 +86,8 @@ func TestIdempotencyKeyScopedToActor(t *testing.T) {
 // independent keys (EXT.IDEMPOTENCY.KEY.001).
 func TestIdempotencyKeyScopedToOperation(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	wantFresh(t, "adjustStock", adjust(e, e.Staff.Token, id, 1, "op-key"), http.StatusCreated)
 	created := e.Do("POST", "/v1/products", e.Staff.Token,
 		map[string]any{"sku": "OP-KEY", "name": "Op key", "price_cents": 1, "stock": 0}, "Idempotency-Key", "op-key")
@@ -100,8 +101,8 @@ func TestIdempotencyKeyScopedToOperation(t *testing.T) {
 // string `"abc"` name the same key, escapes included.
 func TestIdempotencyBareAndQuotedKeyAreOneKey(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	first := adjust(e, e.Staff.Token, id, 1, "abc")
 	wantFresh(t, "bare", first, http.StatusCreated)
 	wantReplay(t, "quoted", adjust(e, e.Staff.Token, id, 1, `"abc"`), first)
@@ -118,8 +119,8 @@ func TestIdempotencyBareAndQuotedKeyAreOneKey(t *testing.T) {
 // so, and must be 1 to 255 printable ASCII characters.
 func TestIdempotencyKeyHeaderRules(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	if r := e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 1, "reason": "x"}); r.Status != http.StatusBadRequest || r.Code() != "idempotency_key_required" {
 		t.Errorf("no key on adjustStock: %d %s, want 400 idempotency_key_required", r.Status, r.Body)
 	}
@@ -139,8 +140,8 @@ func TestIdempotencyKeyHeaderRules(t *testing.T) {
 // outcomes are replayed).
 func TestIdempotencyRejectionStoresNothing(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	r := adjust(e, e.Staff.Token, id, -15, "take-15")
 	if r.Status != http.StatusConflict || r.Code() != "insufficient_stock" {
 		t.Fatalf("take 15 of 10: %d %s, want 409 insufficient_stock", r.Status, r.Body)
@@ -160,8 +161,8 @@ func TestIdempotencyRejectionStoresNothing(t *testing.T) {
 // again, for the same request and for another (EXT.IDEMPOTENCY.RETENTION.001).
 func TestIdempotencyExpiredRecordFreesKey(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	first := adjust(e, e.Staff.Token, id, 1, "old")
 	wantFresh(t, "first", first, http.StatusCreated)
 	wantReplay(t, "before expiry", adjust(e, e.Staff.Token, id, 1, "old"), first)
@@ -185,7 +186,7 @@ func TestIdempotencyExpiredRecordFreesKey(t *testing.T) {
 // OUTCOME.001).
 func TestIdempotencyReplayCarriesStoredHeaders(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	body := map[string]any{"sku": "REPLAY-1", "name": "Replayed", "price_cents": 250, "stock": 3}
 	first := e.Do("POST", "/v1/products", e.Staff.Token, body, "Idempotency-Key", "create-replay-1")
 	wantFresh(t, "create", first, http.StatusCreated)
@@ -215,8 +216,8 @@ func TestIdempotencyReplayCarriesStoredHeaders(t *testing.T) {
 // was lost replays its 200 instead of a 409 against its own success.
 func TestIdempotencyKeyCheckedBeforeIfMatch(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	first := e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"price_cents": 120}, "If-Match", `"v1"`, "Idempotency-Key", "reprice")
 	wantFresh(t, "PATCH", first, http.StatusOK)
 	again := e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"price_cents": 120}, "If-Match", `"v1"`, "Idempotency-Key", "reprice")

@@ -20,6 +20,7 @@ import (
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // A key is free again once its record has expired; the request that takes
@@ -89,7 +90,7 @@ func (a heldAdjust) Adjust(ctx context.Context, actorID uuid.UUID, adj domain.St
 
 // waitingOnLocks polls until exactly n statements on the idempotency table
 // of the test's database wait on a lock, and fails after 15 s.
-func waitingOnLocks(t *testing.T, e *testkit.Env, n int64) {
+func waitingOnLocks(t *testing.T, e *httpkit.Env, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -111,10 +112,10 @@ func waitingOnLocks(t *testing.T, e *testkit.Env, n int64) {
 // row's lock until A and then B are both queued on it in their reclaim, so
 // that A takes the row over and B waits on A. A is then held in its
 // transaction after its write, until B has answered or patience has passed.
-func reclaimRace(t *testing.T, e *testkit.Env, h *hold, patience time.Duration) (a, b *testkit.Response, product string) {
+func reclaimRace(t *testing.T, e *httpkit.Env, h *hold, patience time.Duration) (a, b *httpkit.Response, product string) {
 	t.Helper()
-	id := e.NewProduct(100, 10)
-	send := func() *testkit.Response { return adjust(e, e.Staff.Token, id, 4, "recount-7") }
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	send := func() *httpkit.Response { return adjust(e, e.Staff.Token, id, 4, "recount-7") }
 	wantFresh(t, "first adjustment", send(), http.StatusCreated) // the hold is for reclaimers only
 	e.Exec(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second'`)
 
@@ -128,7 +129,7 @@ func reclaimRace(t *testing.T, e *testkit.Env, h *hold, patience time.Duration) 
 		t.Fatal(err)
 	}
 	h.arm()
-	ach, bch := make(chan *testkit.Response, 1), make(chan *testkit.Response, 1)
+	ach, bch := make(chan *httpkit.Response, 1), make(chan *httpkit.Response, 1)
 	go func() { ach <- send() }()
 	waitingOnLocks(t, e, 1) // A is first in the row's queue
 	go func() { bch <- send() }()
@@ -168,7 +169,7 @@ func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 	replays := func(t *testing.T, naive bool) []string {
 		const lockTimeout, keyWait = 3 * time.Second, 12 * time.Second
 		h := newHold(t)
-		e := testkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
+		e := httpkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
 		a, b, id := reclaimRace(t, e, h, 2*lockTimeout)
 		var broken []string
 		if a.Status != http.StatusCreated || replayed(a) {
@@ -188,7 +189,7 @@ func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 	inProgress := func(t *testing.T, naive bool) []string {
 		const lockTimeout, keyWait = 10 * time.Second, 5 * time.Second
 		h := newHold(t)
-		e := testkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
+		e := httpkit.New(t, testkit.Options{NoKeyLatch: true, LockTimeout: lockTimeout, KeyWait: keyWait, Wrap: reclaimEnv(h, naive, keyWait, lockTimeout)})
 		a, b, id := reclaimRace(t, e, h, time.Minute)
 		var broken []string
 		if a.Status != http.StatusCreated || replayed(a) {
@@ -342,7 +343,7 @@ func TestKeyExpiryCountsFromCompletion(t *testing.T) {
 	const ttl = 10 * time.Second
 	run := func(t *testing.T, naive bool) []string {
 		h := newHold(t)
-		e := testkit.New(t, testkit.Options{KeyTTL: ttl, Wrap: func(inner app.Transactor) app.Transactor {
+		e := httpkit.New(t, testkit.Options{KeyTTL: ttl, Wrap: func(inner app.Transactor) app.Transactor {
 			o := testkit.Override{Inner: inner, Stock: func(tx app.Repositories) app.StockRepo {
 				return heldAdjust{StockRepo: tx.Stock(), h: h}
 			}}
@@ -353,10 +354,10 @@ func TestKeyExpiryCountsFromCompletion(t *testing.T) {
 			}
 			return o
 		}})
-		id := e.NewProduct(100, 10)
-		send := func() *testkit.Response { return adjust(e, e.Staff.Token, id, 3, "slow-count") }
+		id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+		send := func() *httpkit.Response { return adjust(e, e.Staff.Token, id, 3, "slow-count") }
 		h.arm()
-		first := make(chan *testkit.Response, 1)
+		first := make(chan *httpkit.Response, 1)
 		go func() { first <- send() }()
 		h.reached(t)
 		// The gate: the original's transaction (it began with the claim)

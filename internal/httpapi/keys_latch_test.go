@@ -12,11 +12,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // lockWaiters counts the statements that wait on a lock in the test's
 // database, on a connection of its own (the service's pool may be full).
-func lockWaiters(t *testing.T, e *testkit.Env) func() int64 {
+func lockWaiters(t *testing.T, e *httpkit.Env) func() int64 {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, e.URL)
 	if err != nil {
@@ -52,19 +53,19 @@ func TestKeyDuplicatesDoNotExhaustThePool(t *testing.T) {
 	t.Parallel()
 	const dups, conns = 8, 4
 	run := func(t *testing.T, naive bool) []string {
-		e := testkit.New(t, testkit.Options{MaxConns: conns, KeyWait: 30 * time.Second, NoKeyLatch: naive})
-		slow, other := e.NewProduct(100, 10), e.NewProduct(100, 10)
-		send := func() *testkit.Response { return adjust(e, e.Staff.Token, slow, 2, "slow-1") }
+		e := httpkit.New(t, testkit.Options{MaxConns: conns, KeyWait: 30 * time.Second, NoKeyLatch: naive})
+		slow, other := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10}), e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+		send := func() *httpkit.Response { return adjust(e, e.Staff.Token, slow, 2, "slow-1") }
 		stop := e.Hooks.StopFirst(testkit.After, "StockAdjust", 1)
 		defer stop.Release()
-		first := make(chan *testkit.Response, 1)
+		first := make(chan *httpkit.Response, 1)
 		go func() { first <- send() }()
 		select {
 		case <-stop.Arrived():
 		case <-time.After(10 * time.Second):
 			t.Fatal("the original never reached its stock UPDATE")
 		}
-		res := make([]*testkit.Response, dups)
+		res := make([]*httpkit.Response, dups)
 		var wg sync.WaitGroup
 		for i := range dups {
 			wg.Add(1)
@@ -88,14 +89,14 @@ func TestKeyDuplicatesDoNotExhaustThePool(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		others := make(chan [2]*testkit.Response, 1)
+		others := make(chan [2]*httpkit.Response, 1)
 		go func() {
 			read := e.DoContext(ctx, "GET", "/v1/products/"+other, e.Staff.Token, nil)
 			write := adjust(e, e.Staff.Token, other, 1, "other-1")
-			others <- [2]*testkit.Response{read, write}
+			others <- [2]*httpkit.Response{read, write}
 		}()
 		var broken []string
-		var got [2]*testkit.Response
+		var got [2]*httpkit.Response
 		select {
 		case got = <-others:
 		case <-time.After(10 * time.Second):

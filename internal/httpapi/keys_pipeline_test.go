@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // The idempotency claim runs as one batch (set the wait, claim, restore the
@@ -17,12 +18,12 @@ import (
 // others wait for it and replay its response byte for byte.
 func TestKeyStormExecutesOnce(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	product := e.NewProduct(250, 1000)
-	customer := e.NewActor("customer", 1_000_000)
+	e := httpkit.New(t)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 1000})
+	customer := e.NewCustomer(1_000_000)
 	const n = 16
-	res := make([]*testkit.Response, n)
-	testkit.Race(n, func(i int) { res[i] = placeOrder(e, customer.Token, "storm-1", product, 2) })
+	res := make([]*httpkit.Response, n)
+	testkit.Race(n, func(i int) { res[i] = e.PlaceOrder(customer.Token, "storm-1", testkit.Line(product, 2)) })
 	fresh := 0
 	for i, r := range res {
 		if r.Status != http.StatusCreated {
@@ -49,13 +50,13 @@ func TestKeyStormExecutesOnce(t *testing.T) {
 
 func TestKeyReusedWithAnotherRequestIs422(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	product := e.NewProduct(250, 1000)
-	customer := e.NewActor("customer", 1_000_000)
-	if r := placeOrder(e, customer.Token, "k", product, 1); r.Status != http.StatusCreated {
+	e := httpkit.New(t)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 1000})
+	customer := e.NewCustomer(1_000_000)
+	if r := e.PlaceOrder(customer.Token, "k", testkit.Line(product, 1)); r.Status != http.StatusCreated {
 		t.Fatalf("first: %d %s", r.Status, r.Body)
 	}
-	r := placeOrder(e, customer.Token, "k", product, 2)
+	r := e.PlaceOrder(customer.Token, "k", testkit.Line(product, 2))
 	if r.Status != http.StatusUnprocessableEntity || r.Code() != "idempotency_key_reused" {
 		t.Fatalf("reuse: %d %s", r.Status, r.Body)
 	}
@@ -70,14 +71,14 @@ func TestKeyReusedWithAnotherRequestIs422(t *testing.T) {
 // COMMIT, holding its key, until the duplicate has its answer.
 func TestKeyInFlightDuplicateTimesOut(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t, testkit.Options{KeyWait: 300 * time.Millisecond})
-	product := e.NewProduct(250, 1000)
-	customer := e.NewActor("customer", 1_000_000)
+	e := httpkit.New(t, testkit.Options{KeyWait: 300 * time.Millisecond})
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 1000})
+	customer := e.NewCustomer(1_000_000)
 	stop := e.Hooks.StopFirst(testkit.Before, "commit", 1)
-	first := make(chan *testkit.Response)
-	go func() { first <- placeOrder(e, customer.Token, "k", product, 1) }()
+	first := make(chan *httpkit.Response)
+	go func() { first <- e.PlaceOrder(customer.Token, "k", testkit.Line(product, 1)) }()
 	stop.WaitArrived(t, 10*time.Second)
-	dup := placeOrder(e, customer.Token, "k", product, 1)
+	dup := e.PlaceOrder(customer.Token, "k", testkit.Line(product, 1))
 	stop.Release()
 	if dup.Status != http.StatusConflict || dup.Code() != "idempotency_in_progress" || dup.Header.Get("Retry-After") == "" {
 		t.Fatalf("duplicate: %d %s %v", dup.Status, dup.Body, dup.Header)
@@ -86,7 +87,7 @@ func TestKeyInFlightDuplicateTimesOut(t *testing.T) {
 	if orig.Status != http.StatusCreated {
 		t.Fatalf("original: %d %s", orig.Status, orig.Body)
 	}
-	again := placeOrder(e, customer.Token, "k", product, 1)
+	again := e.PlaceOrder(customer.Token, "k", testkit.Line(product, 1))
 	if again.Status != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.Body, orig.Body) {
 		t.Fatalf("retry: %d %s %v", again.Status, again.Body, again.Header)
 	}
@@ -96,14 +97,14 @@ func TestKeyInFlightDuplicateTimesOut(t *testing.T) {
 // same key with another request executes it.
 func TestKeyFreeAfterExpiry(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t, testkit.Options{KeyTTL: time.Second})
-	product := e.NewProduct(250, 1000)
-	customer := e.NewActor("customer", 1_000_000)
-	if r := placeOrder(e, customer.Token, "k", product, 1); r.Status != http.StatusCreated {
+	e := httpkit.New(t, testkit.Options{KeyTTL: time.Second})
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 1000})
+	customer := e.NewCustomer(1_000_000)
+	if r := e.PlaceOrder(customer.Token, "k", testkit.Line(product, 1)); r.Status != http.StatusCreated {
 		t.Fatalf("first: %d %s", r.Status, r.Body)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	r := placeOrder(e, customer.Token, "k", product, 3)
+	r := e.PlaceOrder(customer.Token, "k", testkit.Line(product, 3))
 	if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") == "true" {
 		t.Fatalf("after expiry: %d %s %v", r.Status, r.Body, r.Header)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/httpapi"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // apiDoc is the OpenAPI document, loaded and validated once.
@@ -43,7 +44,7 @@ var apiDoc = sync.OnceValues(func() (*openapi3.T, error) {
 // problem codes it saw.
 type conformance struct {
 	t      *testing.T
-	e      *testkit.Env
+	e      *httpkit.Env
 	doc    *openapi3.T
 	router routers.Router
 	opts   *openapi3filter.Options
@@ -53,7 +54,7 @@ type conformance struct {
 	codes map[string]int
 }
 
-func newConformance(t *testing.T, e *testkit.Env) *conformance {
+func newConformance(t *testing.T, e *httpkit.Env) *conformance {
 	t.Helper()
 	doc, err := apiDoc()
 	if err != nil {
@@ -78,7 +79,7 @@ func newConformance(t *testing.T, e *testkit.Env) *conformance {
 
 // do sends a request and validates the answer against the operation the
 // document routes it to; it fails the test when no operation matches.
-func (c *conformance) do(method, path, token string, body any, headers ...string) *testkit.Response {
+func (c *conformance) do(method, path, token string, body any, headers ...string) *httpkit.Response {
 	c.t.Helper()
 	res := c.send(method, path, token, body, headers...)
 	req := httptest.NewRequest(method, path, nil)
@@ -106,7 +107,7 @@ func (c *conformance) do(method, path, token string, body any, headers ...string
 
 // offDocument sends a request that no operation describes (unknown route,
 // unsupported method) and checks that its answer is a valid Problem.
-func (c *conformance) offDocument(method, path, token string) *testkit.Response {
+func (c *conformance) offDocument(method, path, token string) *httpkit.Response {
 	c.t.Helper()
 	res := c.send(method, path, token, nil)
 	if _, _, err := c.router.FindRoute(httptest.NewRequest(method, path, nil)); err == nil {
@@ -122,7 +123,7 @@ func (c *conformance) offDocument(method, path, token string) *testkit.Response 
 	return res
 }
 
-func (c *conformance) send(method, path, token string, body any, headers ...string) *testkit.Response {
+func (c *conformance) send(method, path, token string, body any, headers ...string) *httpkit.Response {
 	c.t.Helper()
 	res := c.e.Do(method, path, token, body, headers...)
 	if res.Err != nil {
@@ -137,7 +138,7 @@ func (c *conformance) send(method, path, token string, body any, headers ...stri
 }
 
 // want fails unless res has status and, for a problem, code.
-func (c *conformance) want(res *testkit.Response, status int, code string) *testkit.Response {
+func (c *conformance) want(res *httpkit.Response, status int, code string) *httpkit.Response {
 	c.t.Helper()
 	if res.Status != status || res.Code() != code {
 		c.t.Errorf("answer %d %s, want %d %q", res.Status, res.Body, status, code)
@@ -151,11 +152,11 @@ func (c *conformance) want(res *testkit.Response, status int, code string) *test
 // exercised and that every problem code seen is in the ProblemCode enum.
 func TestOpenAPIConformance(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	c := newConformance(t, e)
 	staff := e.Staff.Token
-	alice := e.NewActor("customer", 50_000)
-	bob := e.NewActor("customer", 50_000)
+	alice := e.NewCustomer(50_000)
+	bob := e.NewCustomer(50_000)
 
 	conformOperations(c)
 	pid := conformProducts(c, staff, alice.Token)
@@ -179,7 +180,7 @@ func TestOpenAPIConformanceInProgress(t *testing.T) {
 	t.Parallel()
 	e := keysEnv(t, 100*time.Millisecond, false)
 	c := newConformance(t, e)
-	id := e.NewProduct(100, 10)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	stop := e.Hooks.Stop(testkit.After, "StockAdjust") // the original holds its key
 	first := make(chan struct{})
 	go func() {
@@ -261,7 +262,7 @@ func conformOperations(c *conformance) {
 // conformProducts covers the product operations and returns a product with
 // plenty of stock.
 func conformProducts(c *conformance, staff, customer string) string {
-	create := func(body any, headers ...string) *testkit.Response {
+	create := func(body any, headers ...string) *httpkit.Response {
 		return c.do("POST", "/v1/products", staff, body, headers...)
 	}
 	mug := map[string]any{"sku": "MUG-1", "name": "Mug", "price_cents": 900, "stock": 100}
@@ -304,7 +305,7 @@ func conformProducts(c *conformance, staff, customer string) string {
 	c.want(c.do("PATCH", path, staff, patch, "If-Match", `"v1"`, "Idempotency-Key", "rename"), 200, "")
 	c.want(c.do("PATCH", path, staff, patch, "If-Match", `"v1"`, "Idempotency-Key", "rename"), 200, "")
 
-	adj := func(token string, body any, headers ...string) *testkit.Response {
+	adj := func(token string, body any, headers ...string) *httpkit.Response {
 		return c.do("POST", adjustPath(pid), token, body, headers...)
 	}
 	c.want(adj(staff, map[string]any{"delta": 10, "reason": "delivery"}, "Idempotency-Key", "d1"), 201, "")
@@ -339,8 +340,8 @@ func conformProducts(c *conformance, staff, customer string) string {
 }
 
 func conformOrders(c *conformance, staff, alice, bob, pid string) {
-	line := func(id string, q int) map[string]any { return map[string]any{"product_id": id, "quantity": q} }
-	place := func(token, key string, lines ...any) *testkit.Response {
+	line := testkit.Line
+	place := func(token, key string, lines ...testkit.OrderLine) *httpkit.Response {
 		return c.do("POST", "/v1/orders", token, map[string]any{"lines": lines}, "Idempotency-Key", key)
 	}
 	order := c.want(place(alice, "o1", line(pid, 2)), 201, "")
@@ -363,7 +364,7 @@ func conformOrders(c *conformance, staff, alice, bob, pid string) {
 	c.want(c.do("GET", opath, bob, nil), 404, "not_found")
 	c.want(c.do("GET", opath, staff, nil), 200, "")
 
-	pay := func(token, key string, amount int) *testkit.Response {
+	pay := func(token, key string, amount int) *httpkit.Response {
 		return c.do("POST", opath+"/payments", token, map[string]any{"amount_cents": amount}, "Idempotency-Key", key)
 	}
 	c.want(pay(alice, "p1", 100), 201, "")
@@ -374,7 +375,7 @@ func conformOrders(c *conformance, staff, alice, bob, pid string) {
 	c.want(c.do("POST", opath+"/payments", alice, map[string]any{"amount_cents": 1}), 400, "idempotency_key_required")
 
 	// The paid order is not refunded while it is placed; it can be shipped.
-	refund := func(token, path, key string, amount int, reason string) *testkit.Response {
+	refund := func(token, path, key string, amount int, reason string) *httpkit.Response {
 		return c.do("POST", path+"/refunds", token, map[string]any{"amount_cents": amount, "reason": reason}, "Idempotency-Key", key)
 	}
 	c.want(refund(staff, opath, "r0", 1, "goodwill"), 409, "invalid_transition")

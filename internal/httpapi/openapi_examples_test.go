@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -37,21 +38,21 @@ func TestOpenAPIExamplesMatchRealResponses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("openapi.yaml: %v", err)
 	}
-	e := testkit.New(t)
-	customer := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(1200, 10)
+	e := httpkit.New(t)
+	customer := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 1200, Stock: 10})
 
 	// provoke gives, for each response of components.responses that has a
 	// problem example, a real request producing that example's situation.
-	provoke := map[string]func() *testkit.Response{
-		"BadRequest": func() *testkit.Response {
+	provoke := map[string]func() *httpkit.Response{
+		"BadRequest": func() *httpkit.Response {
 			return e.Do("POST", "/v1/products", e.Staff.Token,
 				map[string]any{"sku": "EX-1", "name": "Mug", "price_cents": 1200, "stock": 1, "colour": "red"})
 		},
-		"Conflict": func() *testkit.Response {
+		"Conflict": func() *httpkit.Response {
 			return e.Do("PATCH", "/v1/products/"+product, e.Staff.Token, map[string]any{"price_cents": 1500}, "If-Match", `"v9"`)
 		},
-		"Unprocessable": func() *testkit.Response {
+		"Unprocessable": func() *httpkit.Response {
 			return e.Do("POST", "/v1/orders", customer.Token,
 				map[string]any{"lines": []any{map[string]any{"product_id": product, "quantity": 0}}}, "Idempotency-Key", "ex-1")
 		},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // panicInTx is a transactor whose transactions panic before their first
@@ -36,10 +37,10 @@ func (p panicInTx) InTx(ctx context.Context, iso app.Isolation, fn func(context.
 func TestPanicInsideAHandlerAnswersAfterTheTokenCheck(t *testing.T) {
 	t.Parallel()
 	var armed atomic.Bool
-	e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor { return panicInTx{inner, &armed} }})
-	product := e.NewProduct(100, 10)
-	active := e.NewActor("customer", 1_000_000)
-	gone := e.NewActor("customer", 1_000_000)
+	e := httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor { return panicInTx{inner, &armed} }})
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	active := e.NewCustomer(1_000_000)
+	gone := e.NewCustomer(1_000_000)
 	for _, a := range []testkit.Actor{active, gone} { // the token cache learns both tokens
 		if r := e.Do("GET", "/v1/products/"+product, a.Token, nil); r.Status != http.StatusOK {
 			t.Fatalf("GET: %d %s", r.Status, r.Body)

@@ -12,6 +12,7 @@ import (
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/infra"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestPlacementPathsWriteIdenticalRows: the pipelined placement (the
@@ -22,12 +23,12 @@ import (
 // nothing at all for a refused order.
 func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 	t.Parallel()
-	pipelined := testkit.New(t)
-	stepwise := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+	pipelined := httpkit.New(t)
+	stepwise := httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 		return testkit.Override{Inner: inner, Placement: infra.StepwisePlacement}
 	}})
 	for name, c := range map[string]struct {
-		e    *testkit.Env
+		e    *httpkit.Env
 		want bool
 	}{"pipelined": {pipelined, false}, "stepwise": {stepwise, true}} {
 		err := c.e.App.PlaceOrder.Transactor.InTx(context.Background(), app.ReadCommitted, func(_ context.Context, tx app.Repositories) error {
@@ -52,27 +53,27 @@ func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 // placementScenario places orders (lines in both orders, a refused one, a
 // cancelled one, a price edit in between) and returns every row they wrote,
 // with ids and times replaced by stable names.
-func placementScenario(t *testing.T, e *testkit.Env) []string {
+func placementScenario(t *testing.T, e *httpkit.Env) []string {
 	t.Helper()
-	alice, bob := e.NewActor("customer", 1_000_000), e.NewActor("customer", 1_000_000)
+	alice, bob := e.NewCustomer(1_000_000), e.NewCustomer(1_000_000)
 	names := map[string]string{alice.ID: "alice", bob.ID: "bob"}
 	products := make([]string, 3)
 	for i := range products {
-		products[i] = e.NewProduct(int64(100*(i+1)), 10)
+		products[i] = e.NewProduct(testkit.ProductSpec{PriceCents: int64(100 * (i + 1)), Stock: 10})
 		names[products[i]] = fmt.Sprintf("product-%d", i)
 	}
-	want := func(res *testkit.Response, status int) *testkit.Response {
+	want := func(res *httpkit.Response, status int) *httpkit.Response {
 		t.Helper()
 		if res.Status != status {
 			t.Fatalf("%d %s, want %d", res.Status, res.Body, status)
 		}
 		return res
 	}
-	o1 := want(placeOrder(e, alice.Token, "o1", products[2], 3, products[0], 1), http.StatusCreated)
-	o2 := want(placeOrder(e, bob.Token, "o2", products[0], 2, products[1], 4), http.StatusCreated)
+	o1 := want(e.PlaceOrder(alice.Token, "o1", testkit.Line(products[2], 3), testkit.Line(products[0], 1)), http.StatusCreated)
+	o2 := want(e.PlaceOrder(bob.Token, "o2", testkit.Line(products[0], 2), testkit.Line(products[1], 4)), http.StatusCreated)
 	want(e.Do("PATCH", "/v1/products/"+products[1], e.Staff.Token, map[string]any{"price_cents": 250}, "If-Match", `"v1"`), http.StatusOK)
-	o3 := want(placeOrder(e, alice.Token, "o3", products[1], 5, products[2], 2), http.StatusCreated)
-	want(placeOrder(e, bob.Token, "o4", products[1], 1, products[2], 6), http.StatusConflict) // product-2 has 5 left
+	o3 := want(e.PlaceOrder(alice.Token, "o3", testkit.Line(products[1], 5), testkit.Line(products[2], 2)), http.StatusCreated)
+	want(e.PlaceOrder(bob.Token, "o4", testkit.Line(products[1], 1), testkit.Line(products[2], 6)), http.StatusConflict) // product-2 has 5 left
 	want(e.Do("POST", "/v1/orders/"+o1.String("id")+"/cancel", alice.Token, nil, "If-Match", `"v1"`), http.StatusOK)
 	names[o1.String("id")], names[o2.String("id")], names[o3.String("id")] = "order-1", "order-2", "order-3"
 

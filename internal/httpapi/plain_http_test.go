@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestJSONBodiesEndWithOneNewline: every JSON and problem body ends with
@@ -19,7 +20,7 @@ import (
 // body under the same key is still 422.
 func TestJSONBodiesEndWithOneNewline(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	body := map[string]any{"sku": "NL-1", "name": "Newline", "price_cents": 100, "stock": 5}
 	first := e.Do("POST", "/v1/products", e.Staff.Token, body, "Idempotency-Key", "nl-1")
 	again := e.Do("POST", "/v1/products", e.Staff.Token, body, "Idempotency-Key", "nl-1")
@@ -28,7 +29,7 @@ func TestJSONBodiesEndWithOneNewline(t *testing.T) {
 	other := e.Do("POST", "/v1/products", e.Staff.Token, map[string]any{"sku": "NL-2", "name": "x", "price_cents": 1, "stock": 1}, "Idempotency-Key", "nl-1")
 	wantProblem(t, "same key, another body", other, http.StatusUnprocessableEntity, "idempotency_key_reused")
 	id := first.String("id")
-	for what, r := range map[string]*testkit.Response{
+	for what, r := range map[string]*httpkit.Response{
 		"fresh 201":    first,
 		"replayed 201": again,
 		"problem 422":  other,
@@ -55,8 +56,8 @@ func TestJSONBodiesEndWithOneNewline(t *testing.T) {
 // authenticated /v1 reads included; on a route with no GET it is 405.
 func TestHeadIsServedOnGetRoutes(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 5)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
 	for _, c := range []struct {
 		path, token string
 		status      int
@@ -96,7 +97,7 @@ func TestHeadIsServedOnGetRoutes(t *testing.T) {
 // 404 problem detail.
 func TestNotFoundHasOneDetail(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	details := map[string]string{}
 	for _, p := range []string{
 		"/v1/products/" + uuid.NewString(),

@@ -16,23 +16,24 @@ import (
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // adjustPath is the stock-adjustment route of product id.
 func adjustPath(id string) string { return "/v1/products/" + id + "/stock-adjustments" }
 
 // stockOf reads a product's stock straight from the database.
-func stockOf(e *testkit.Env, id string) int64 {
+func stockOf(e *httpkit.Env, id string) int64 {
 	return e.QueryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, id)
 }
 
 // adjustmentRows counts the stock_adjustments rows of a product.
-func adjustmentRows(e *testkit.Env, id string) int64 {
+func adjustmentRows(e *httpkit.Env, id string) int64 {
 	return e.QueryInt(`SELECT count(*) FROM stock_adjustments WHERE product_id = $1`, id)
 }
 
 // replayed says whether a response is a stored replay.
-func replayed(r *testkit.Response) bool { return r.Header.Get("Idempotent-Replayed") == "true" }
+func replayed(r *httpkit.Response) bool { return r.Header.Get("Idempotent-Replayed") == "true" }
 
 // ---- 50 duplicates, one key
 
@@ -41,11 +42,11 @@ func replayed(r *testkit.Response) bool { return r.Header.Get("Idempotent-Replay
 // (EXT.IDEMPOTENCY.REPLAY.001): the adjustment applies exactly once, exactly
 // one answer is fresh and the other 49 are replays marked
 // Idempotent-Replayed, and every answer has the same status and body.
-func raceSameKeyAdjust(t *testing.T, e *testkit.Env) []string {
+func raceSameKeyAdjust(t *testing.T, e *httpkit.Env) []string {
 	const n = 50
-	id := e.NewProduct(100, 10)
-	res := make([]*testkit.Response, n)
-	done := adjustMeet(8).Arm(t, e)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	res := make([]*httpkit.Response, n)
+	done := adjustMeet(8).Arm(t, e.Env)
 	testkit.Race(n, func(i int) {
 		res[i] = e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 5, "reason": "restock"},
 			"Idempotency-Key", "restock-2024-06-01")
@@ -100,13 +101,13 @@ func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range raceSameKeyAdjust(t, testkit.New(t, testkit.Options{NoKeyLatch: true})) {
+		for _, b := range raceSameKeyAdjust(t, httpkit.New(t, testkit.Options{NoKeyLatch: true})) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive check-then-act key store is caught", func(t *testing.T) {
 		t.Parallel()
-		e := testkit.New(t, testkit.Options{NoKeyLatch: true, Wrap: withNaiveKeys()})
+		e := httpkit.New(t, testkit.Options{NoKeyLatch: true, Wrap: withNaiveKeys()})
 		broken := raceSameKeyAdjust(t, e)
 		if len(broken) == 0 {
 			t.Fatal("the naive key store kept the invariant: the test cannot tell a unique claim from check-then-act")
@@ -182,12 +183,12 @@ func (s naiveKeyStore) Complete(ctx context.Context, k app.Key, r app.Receipt) e
 // keysEnv is a service with the real key store, or with naiveKeyStore,
 // without the in-process key latch: duplicates meet in the database, as
 // they do when they reach different replicas.
-func keysEnv(t *testing.T, keyWait time.Duration, naiveKeys bool) *testkit.Env {
+func keysEnv(t *testing.T, keyWait time.Duration, naiveKeys bool) *httpkit.Env {
 	o := testkit.Options{KeyWait: keyWait, NoKeyLatch: true}
 	if naiveKeys {
 		o.Wrap = withNaiveKeys()
 	}
-	return testkit.New(t, o)
+	return httpkit.New(t, o)
 }
 
 // raceDuplicateInFlight sends an adjustment, holds it after its stock UPDATE
@@ -195,14 +196,14 @@ func keysEnv(t *testing.T, keyWait time.Duration, naiveKeys bool) *testkit.Env {
 // goes on once the duplicate waits for a lock behind it. It returns the
 // broken invariants (EXT.IDEMPOTENCY.REPLAY.001): the duplicate waits for
 // the original and replays its answer, and the stock changes once.
-func raceDuplicateInFlight(t *testing.T, e *testkit.Env) []string {
-	id := e.NewProduct(100, 10)
-	send := func() *testkit.Response {
+func raceDuplicateInFlight(t *testing.T, e *httpkit.Env) []string {
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	send := func() *httpkit.Response {
 		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 3, "reason": "late delivery"},
 			"Idempotency-Key", "delivery-77")
 	}
 	il := e.Interleave(testkit.After, "StockAdjust", 2)
-	first := make(chan *testkit.Response, 1)
+	first := make(chan *httpkit.Response, 1)
 	go func() { first <- send() }()
 	select {
 	case <-il.Arrived():
@@ -262,13 +263,13 @@ func TestRaceDuplicateInFlightWaitsThenReplays(t *testing.T) {
 func TestRaceDuplicateInFlightPastWaitIsInProgress(t *testing.T) {
 	t.Parallel()
 	e := keysEnv(t, 100*time.Millisecond, false)
-	id := e.NewProduct(100, 10)
-	send := func() *testkit.Response {
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	send := func() *httpkit.Response {
 		return e.Do("POST", adjustPath(id), e.Staff.Token, map[string]any{"delta": 2, "reason": "found in the back"},
 			"Idempotency-Key", `"found-2"`)
 	}
 	stop := e.Hooks.Stop(testkit.After, "StockAdjust")
-	first := make(chan *testkit.Response, 1)
+	first := make(chan *httpkit.Response, 1)
 	go func() { first <- send() }()
 	stop.WaitArrived(t, 10*time.Second)
 	busy := send()

@@ -15,17 +15,18 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // racePatchSameETag sends 20 concurrent PATCHes that all carry the ETag of
 // version 1 and returns the broken invariants: exactly one may win
 // (EXT.CONCURRENCY.VERSION.001), every other gets 409 version_conflict, and
 // the product's version advanced exactly once.
-func racePatchSameETag(t *testing.T, e *testkit.Env, m testkit.Meet) []string {
+func racePatchSameETag(t *testing.T, e *httpkit.Env, m testkit.Meet) []string {
 	const n = 20
-	id := e.NewProduct(100, 5)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
 	statuses := make([]int, n)
-	done := m.Arm(t, e)
+	done := m.Arm(t, e.Env)
 	defer done()
 	testkit.Race(n, func(i int) {
 		res := e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"name": fmt.Sprintf("name %d", i)}, "If-Match", `"v1"`)
@@ -53,13 +54,13 @@ func TestRacePatchSameETagExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range racePatchSameETag(t, testkit.New(t), testkit.Meet{Where: testkit.After, Statement: "ProductUpdate", N: 8}) {
+		for _, b := range racePatchSameETag(t, httpkit.New(t), testkit.Meet{Where: testkit.After, Statement: "ProductUpdate", N: 8}) {
 			t.Error(b)
 		}
 	})
 	t.Run("naive read-modify-write is caught", func(t *testing.T) {
 		t.Parallel()
-		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+		e := httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Products: func(tx app.Repositories) app.ProductRepo {
 				return naiveProductUpdate{ProductRepo: tx.Products(), db: testkit.Conn(tx)}
 			}}
@@ -117,13 +118,13 @@ func count(xs []int, v int) int {
 // its first attempt (a sale and a price edit do not conflict,
 // EXT.CONCURRENCY.ADOPT.001), every placement succeeds, every order's unit
 // price is one of the prices in effect, and the stock adds up.
-func editWhileSelling(t *testing.T, e *testkit.Env) (editWhileSellingFigures, []string) {
+func editWhileSelling(t *testing.T, e *httpkit.Env) (editWhileSellingFigures, []string) {
 	const edits, cohort, firstPrice = 20, 10, 1000
 	const sales = edits * cohort
-	product := e.NewProduct(firstPrice, sales)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: firstPrice, Stock: sales})
 	customers := make([]testkit.Actor, 8)
 	for i := range customers {
-		customers[i] = e.NewActor("customer", 100_000_000)
+		customers[i] = e.NewCustomer(100_000_000)
 	}
 
 	found := &testkit.Findings{}
@@ -141,7 +142,7 @@ func editWhileSelling(t *testing.T, e *testkit.Env) (editWhileSellingFigures, []
 			defer wg.Done()
 			k := i / cohort
 			<-release[k]
-			res := placeOrder(e, customers[i%len(customers)].Token, fmt.Sprintf("sale-%d", i), product, 1)
+			res := e.PlaceOrder(customers[i%len(customers)].Token, fmt.Sprintf("sale-%d", i), testkit.Line(product, 1))
 			placed[i] = res.Status
 			if res.Status != http.StatusCreated {
 				found.Add("placement %d: %d %s", i, res.Status, res.Body)
@@ -224,14 +225,14 @@ func TestRaceEditProductWhileItSells(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		_, broken := editWhileSelling(t, testkit.New(t))
+		_, broken := editWhileSelling(t, httpkit.New(t))
 		for _, b := range broken {
 			t.Error(b)
 		}
 	})
 	t.Run("naive single version is caught", func(t *testing.T) {
 		t.Parallel()
-		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+		e := httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner,
 				Placement: func(tx app.Repositories) app.PlacementStore {
 					return singleVersionPlacement{PlacementStore: tx.Placement(), db: testkit.Conn(tx)}
@@ -306,23 +307,23 @@ func (s singleVersionStock) Adjust(ctx context.Context, actorID uuid.UUID, adj d
 // write that needed the other's lock could not finish while the other is
 // held, and would end in 503 after the pool's lock_timeout. Each order takes
 // the price committed when its placement read it.
-func editAndSaleDoNotWait(t *testing.T, e *testkit.Env, holdSale string) []string {
+func editAndSaleDoNotWait(t *testing.T, e *httpkit.Env, holdSale string) []string {
 	var broken []string
-	product := e.NewProduct(1000, 10)
-	customer := e.NewActor("customer", 1_000_000)
-	place := func(key string) <-chan *testkit.Response {
-		out := make(chan *testkit.Response, 1)
-		go func() { out <- placeOrder(e, customer.Token, key, product, 1) }()
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 1000, Stock: 10})
+	customer := e.NewCustomer(1_000_000)
+	place := func(key string) <-chan *httpkit.Response {
+		out := make(chan *httpkit.Response, 1)
+		go func() { out <- e.PlaceOrder(customer.Token, key, testkit.Line(product, 1)) }()
 		return out
 	}
-	edit := func(price int64, etag string) <-chan *testkit.Response {
-		out := make(chan *testkit.Response, 1)
+	edit := func(price int64, etag string) <-chan *httpkit.Response {
+		out := make(chan *httpkit.Response, 1)
 		go func() {
 			out <- e.Do("PATCH", "/v1/products/"+product, e.Staff.Token, map[string]any{"price_cents": price}, "If-Match", etag)
 		}()
 		return out
 	}
-	unitPrice := func(r *testkit.Response) int64 {
+	unitPrice := func(r *httpkit.Response) int64 {
 		var o struct {
 			Lines []struct {
 				UnitPriceCents int64 `json:"unit_price_cents"`
@@ -376,13 +377,13 @@ func TestCatalogueEditAndPlacementNeverWait(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
 		t.Parallel()
-		for _, b := range editAndSaleDoNotWait(t, testkit.New(t), "StockLockRows") {
+		for _, b := range editAndSaleDoNotWait(t, httpkit.New(t), "StockLockRows") {
 			t.Error(b)
 		}
 	})
 	t.Run("naive product lock is caught", func(t *testing.T) {
 		t.Parallel()
-		e := testkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
+		e := httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
 			return testkit.Override{Inner: inner, Placement: func(tx app.Repositories) app.PlacementStore {
 				return productLockingPlacement{PlacementStore: tx.Placement(), db: testkit.Conn(tx)}
 			}}

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestRandomRequestsNeverAnswer5xx sends a few thousand random requests
@@ -42,19 +43,19 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 		seed = v
 	}
 	const clients, perClient = 4, 750
-	e := testkit.New(t)
+	e := httpkit.New(t)
 	g := &generator{
 		staff:    e.Staff.Token,
-		customer: e.NewActor("customer", 1_000_000_00),
+		customer: e.NewCustomer(1_000_000_00),
 	}
 	initial := map[string]int64{}
 	for range 3 {
-		id := e.NewProduct(250, 100_000)
+		id := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100_000})
 		g.products = append(g.products, id)
 		initial[id] = 100_000
 	}
 	for i := range 3 {
-		o := placeOrder(e, g.customer.Token, "seed-order-"+strconv.Itoa(i), g.products[i], 1)
+		o := e.PlaceOrder(g.customer.Token, "seed-order-"+strconv.Itoa(i), testkit.Line(g.products[i], 1))
 		if o.Status != http.StatusCreated {
 			t.Fatalf("seed order: %d %s", o.Status, o.Body)
 		}
@@ -166,7 +167,7 @@ func (r randomRequest) String() string {
 // connection is kept alive until the answer is read: a server that closes
 // with part of a body unread resets the connection, and the reset can
 // overtake the answer.
-func send(e *testkit.Env, r randomRequest) (int, string, []byte, error) {
+func send(e *httpkit.Env, r randomRequest) (int, string, []byte, error) {
 	conn, err := net.Dial("tcp", e.Server.Listener.Addr().String())
 	if err != nil {
 		return 0, "", nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // A deactivated actor's tokens stop working at once (docs/adr/0011): a
@@ -47,7 +48,7 @@ func (n authOnceAtStart) LatchKey(ctx context.Context, k app.Key) (context.Conte
 }
 
 // deactivate has staff deactivate actor id and fails unless it is done.
-func deactivate(t *testing.T, e *testkit.Env, id string) {
+func deactivate(t *testing.T, e *httpkit.Env, id string) {
 	t.Helper()
 	if r := e.Do("POST", "/v1/actors/"+id+"/deactivate", e.Staff.Token, nil); r.Status != http.StatusOK {
 		t.Fatalf("deactivate %s: %d %s", id, r.Status, r.Body)
@@ -77,29 +78,29 @@ func TestDeactivationRefusesRequestWaitingOnKey(t *testing.T) {
 			// holds a few HTTP round trips however busy the machine.
 			keyWait = 8 * time.Second
 		}
-		e := testkit.New(t, testkit.Options{Wrap: wrap, KeyWait: keyWait})
+		e := httpkit.New(t, testkit.Options{Wrap: wrap, KeyWait: keyWait})
 		dupEnv := e // the replica the retry is sent to
 		if otherReplica {
-			dupEnv = testkit.New(t, testkit.Options{DatabaseURL: e.URL, Wrap: wrap, KeyWait: keyWait})
+			dupEnv = httpkit.New(t, testkit.Options{DatabaseURL: e.URL, Wrap: wrap, KeyWait: keyWait})
 		}
-		clerk := e.NewActor("staff", 0)
-		id := e.NewProduct(100, 10)
+		clerk := e.NewStaff()
+		id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 		// Both replicas know the clerk's token (cache warm), as in steady traffic.
-		for _, x := range []*testkit.Env{e, dupEnv} {
+		for _, x := range []*httpkit.Env{e, dupEnv} {
 			if r := x.Do("GET", "/v1/products/"+id, clerk.Token, nil); r.Status != http.StatusOK {
 				t.Fatalf("warm-up read: %d %s", r.Status, r.Body)
 			}
 		}
 		stop := e.Hooks.StopFirst(testkit.After, "StockAdjust", 1)
 		defer stop.Release()
-		first := make(chan *testkit.Response, 1)
+		first := make(chan *httpkit.Response, 1)
 		go func() { first <- adjust(e, clerk.Token, id, 5, "count-9") }()
 		select {
 		case <-stop.Arrived():
 		case <-time.After(15 * time.Second):
 			t.Fatal("the original never reached its stock UPDATE")
 		}
-		dup := make(chan *testkit.Response, 1)
+		dup := make(chan *httpkit.Response, 1)
 		go func() { dup <- adjust(dupEnv, clerk.Token, id, 5, "count-9") }()
 		waiters := lockWaiters(t, e)
 		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -111,7 +112,7 @@ func TestDeactivationRefusesRequestWaitingOnKey(t *testing.T) {
 			}
 		}
 		deactivate(t, e, clerk.ID)
-		var retry *testkit.Response
+		var retry *httpkit.Response
 		if pastWait {
 			retry = <-dup // the original is still held
 		}
@@ -177,11 +178,11 @@ func TestDeactivationRefusesRetryAfterSerializationFailure(t *testing.T) {
 		if naive {
 			wrap = naiveAuthOnce
 		}
-		e := testkit.New(t, testkit.Options{Wrap: wrap})
-		a, x := e.NewActor("staff", 0), e.NewActor("staff", 0)
+		e := httpkit.New(t, testkit.Options{Wrap: wrap})
+		a, x := e.NewStaff(), e.NewStaff()
 		stop := e.Hooks.StopFirst(testkit.After, "ActorCountOtherActiveStaff", 1)
 		defer stop.Release()
-		res := make(chan *testkit.Response, 1)
+		res := make(chan *httpkit.Response, 1)
 		go func() { res <- e.Do("POST", "/v1/actors/"+x.ID+"/deactivate", a.Token, nil) }()
 		select {
 		case <-stop.Arrived():

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // BenchmarkReadsWithAReplica measures what a GET of one product costs
@@ -22,11 +23,11 @@ import (
 // Each iteration is one round of 200 reads per mode. It needs the test
 // server's standby (testkit.StandbyOf).
 func BenchmarkReadsWithAReplica(b *testing.B) {
-	primary := testkit.New(b)
-	replica := testkit.New(b, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent})
-	onPrimary, onReplica := primary.NewProduct(100, 5), replica.NewProduct(100, 5)
+	primary := httpkit.New(b)
+	replica := httpkit.New(b, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent})
+	onPrimary, onReplica := primary.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5}), replica.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
 	const reads = 200
-	read := func(e *testkit.Env, id string) time.Duration {
+	read := func(e *httpkit.Env, id string) time.Duration {
 		start := time.Now()
 		for range reads {
 			if got := e.Do("GET", "/v1/products/"+id, e.Staff.Token, nil); got.Status != http.StatusOK {

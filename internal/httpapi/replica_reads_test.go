@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // Read replicas (READ_DATABASE_URL, docs/adr/0023-read-replicas.md): a
@@ -24,9 +25,9 @@ import (
 // find something. check calls hold once its setup is on the replica; in the
 // guarded run no read is answered by the replica after that, and when
 // readsReachReplica, some find it behind (the lag was forced).
-func replicaTest(t *testing.T, readsReachReplica bool, check func(t *testing.T, e *testkit.Env, hold func()) []string) {
+func replicaTest(t *testing.T, readsReachReplica bool, check func(t *testing.T, e *httpkit.Env, hold func()) []string) {
 	t.Run("guarded", func(t *testing.T) {
-		e := testkit.New(t, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent})
+		e := httpkit.New(t, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent})
 		var answeredBefore float64
 		hold := func() {
 			e.Standby.Hold(t)
@@ -43,7 +44,7 @@ func replicaTest(t *testing.T, readsReachReplica bool, check func(t *testing.T, 
 		}
 	})
 	t.Run("naive variant is caught", func(t *testing.T) {
-		e := testkit.New(t, testkit.Options{ReplicaReads: testkit.PlainReplicaReads})
+		e := httpkit.New(t, testkit.Options{ReplicaReads: testkit.PlainReplicaReads})
 		broken := check(t, e, func() { e.Standby.Hold(t) })
 		if len(broken) == 0 {
 			t.Fatal("plain replica reads kept read-your-writes: this test cannot catch a stale read")
@@ -56,7 +57,7 @@ func replicaTest(t *testing.T, readsReachReplica bool, check func(t *testing.T, 
 // by the GET that follows, in full and in the first page of the list.
 func TestReplicaReadsCreateThenGet(t *testing.T) {
 	t.Parallel() // the tests that hold the standby take it in turn (testkit.Env)
-	replicaTest(t, true, func(t *testing.T, e *testkit.Env, hold func()) (broken []string) {
+	replicaTest(t, true, func(t *testing.T, e *httpkit.Env, hold func()) (broken []string) {
 		hold()
 		created := e.Do("POST", "/v1/products", e.Staff.Token, map[string]any{"sku": "RYW-1", "name": "Fresh", "price_cents": 100, "stock": 5})
 		if created.Status != http.StatusCreated {
@@ -82,8 +83,8 @@ func TestReplicaReadsCreateThenGet(t *testing.T) {
 // with or without If-None-Match; with the new ETag it is 304.
 func TestReplicaReadsPatchThenGet(t *testing.T) {
 	t.Parallel() // the tests that hold the standby take it in turn (testkit.Env)
-	replicaTest(t, true, func(t *testing.T, e *testkit.Env, hold func()) (broken []string) {
-		id := e.NewProduct(100, 5)
+	replicaTest(t, true, func(t *testing.T, e *httpkit.Env, hold func()) (broken []string) {
+		id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
 		hold()
 		patched := e.Do("PATCH", "/v1/products/"+id, e.Staff.Token, map[string]any{"name": "Renamed"}, "If-Match", `"v1"`)
 		if patched.Status != http.StatusOK {
@@ -104,11 +105,11 @@ func TestReplicaReadsPatchThenGet(t *testing.T) {
 // webhook named, is found by the GET that follows, and so are its effects.
 func TestReplicaReadsPlaceThenGet(t *testing.T) {
 	t.Parallel() // the tests that hold the standby take it in turn (testkit.Env)
-	replicaTest(t, true, func(t *testing.T, e *testkit.Env, hold func()) (broken []string) {
-		product := e.NewProduct(100, 5)
-		customer := e.NewActor("customer", 1_000_000)
+	replicaTest(t, true, func(t *testing.T, e *httpkit.Env, hold func()) (broken []string) {
+		product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
+		customer := e.NewCustomer(1_000_000)
 		hold()
-		placed := placeOrder(e, customer.Token, "ryw-place", product, 2)
+		placed := e.PlaceOrder(customer.Token, "ryw-place", testkit.Line(product, 2))
 		if placed.Status != http.StatusCreated {
 			t.Fatalf("place: %d %s", placed.Status, placed.Body)
 		}
@@ -135,13 +136,13 @@ func TestReplicaReadsPlaceThenGet(t *testing.T) {
 // write's response, or a webhook) answers 304, never the older body.
 func TestReplicaReadsIfNoneMatchOfANewerVersion(t *testing.T) {
 	t.Parallel() // the tests that hold the standby take it in turn (testkit.Env)
-	replicaTest(t, true, func(t *testing.T, e *testkit.Env, hold func()) (broken []string) {
-		product := e.NewProduct(100, 5)
-		customer := e.NewActor("customer", 1_000_000)
+	replicaTest(t, true, func(t *testing.T, e *httpkit.Env, hold func()) (broken []string) {
+		product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
+		customer := e.NewCustomer(1_000_000)
 		// The naive variant looks tokens up on the replica: the new
 		// customer must be there before its first request.
 		e.Standby.CatchUp(t)
-		placed := placeOrder(e, customer.Token, "ryw-inm", product, 1)
+		placed := e.PlaceOrder(customer.Token, "ryw-inm", testkit.Line(product, 1))
 		if placed.Status != http.StatusCreated {
 			t.Fatalf("place: %d %s", placed.Status, placed.Body)
 		}
@@ -166,9 +167,9 @@ func TestReplicaReadsIfNoneMatchOfANewerVersion(t *testing.T) {
 // working at once, also for reads, whose token check stays on the primary.
 func TestReplicaReadsDeactivationIsImmediate(t *testing.T) {
 	t.Parallel() // the tests that hold the standby take it in turn (testkit.Env)
-	replicaTest(t, false, func(t *testing.T, e *testkit.Env, hold func()) (broken []string) {
-		product := e.NewProduct(100, 5)
-		customer := e.NewActor("customer", 1_000_000)
+	replicaTest(t, false, func(t *testing.T, e *httpkit.Env, hold func()) (broken []string) {
+		product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
+		customer := e.NewCustomer(1_000_000)
 		e.Standby.CatchUp(t)
 		// The token is known to the process (its token cache), as it is
 		// for any caller that came before.
@@ -195,8 +196,8 @@ func TestReplicaReadsDeactivationIsImmediate(t *testing.T) {
 // Other writers (other test binaries on the server) can still put it behind
 // for a moment, so the read is repeated until the replica answers one.
 func TestReplicaAnswersWhenCurrent(t *testing.T) {
-	e := testkit.New(t, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent})
-	id := e.NewProduct(100, 5)
+	e := httpkit.New(t, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent})
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
 	e.Standby.CatchUp(t)
 	deadline := time.Now().Add(2 * time.Minute)
 	for e.Metric("ordersvc_replica_reads_total", "outcome", "replica") == 0 {
@@ -218,9 +219,9 @@ func TestReplicaAnswersWhenCurrent(t *testing.T) {
 // the primary a read, never an answer, and is counted.
 func TestReplicaDownReadsThePrimary(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent,
+	e := httpkit.New(t, testkit.Options{ReplicaReads: testkit.ReplicaWhenCurrent,
 		ReadReplicaURL: "postgres://postgres@127.0.0.1:1/nowhere?sslmode=disable&connect_timeout=2"})
-	id := e.NewProduct(100, 5)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
 	for _, path := range []string{"/v1/products/" + id, "/v1/products", "/v1/stock", "/v1/orders"} {
 		if got := e.Do("GET", path, e.Staff.Token, nil); got.Status != http.StatusOK {
 			t.Errorf("GET %s with the replica down: %d %s", path, got.Status, got.Body)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // The top-level requests.http has a request for every operation of the
@@ -150,15 +151,15 @@ func readRequestsFile(t *testing.T) (map[string]string, []httpFileRequest) {
 // order-42), and then once more, as someone trying it again would.
 func TestRequestsFileRunsTopToBottom(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	alice := e.NewActor("customer", 100_000_00)
-	bob := e.NewActor("customer", 500_00)
+	e := httpkit.New(t)
+	alice := e.NewCustomer(100_000_00)
+	bob := e.NewCustomer(500_00)
 
 	readme := e.Do("POST", "/v1/products", e.Staff.Token, map[string]any{"sku": "MUG-1", "name": "Mug", "price_cents": 1200, "stock": 10})
 	if readme.Status != http.StatusCreated {
 		t.Fatalf("the README's product: %d %s", readme.Status, readme.Body)
 	}
-	if r := placeOrder(e, alice.Token, "order-42", readme.String("id"), 2); r.Status != http.StatusCreated {
+	if r := e.PlaceOrder(alice.Token, "order-42", testkit.Line(readme.String("id"), 2)); r.Status != http.StatusCreated {
 		t.Fatalf("the README's order: %d %s", r.Status, r.Body)
 	}
 

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // Strict input (ADR 0010): what a hostile or careless caller sends is
 // refused with a 4xx and a stable code, never a 500, and leaves no trace.
 
 // staffJSON sends a raw JSON body as staff, with extra headers as pairs.
-func staffJSON(t *testing.T, e *testkit.Env, method, path, body string, headers ...string) *testkit.Response {
+func staffJSON(t *testing.T, e *httpkit.Env, method, path, body string, headers ...string) *httpkit.Response {
 	t.Helper()
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+e.Staff.Token)
@@ -32,8 +33,8 @@ func staffJSON(t *testing.T, e *testkit.Env, method, path, body string, headers 
 // which used to surface as a 500), and nothing is written.
 func TestContractControlCharactersAre422(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	events := e.QueryInt(`SELECT count(*) FROM outbox_events`)
 	cases := []struct {
 		name, method, path, body, field string
@@ -73,9 +74,9 @@ func TestContractControlCharactersAre422(t *testing.T) {
 // changes.
 func TestContractStrictJSON(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 1000)
-	customer := e.NewActor("customer", 1_000_000_00)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 1000})
+	customer := e.NewCustomer(1_000_000_00)
 	cases := []struct {
 		name, path, body, token, detail string
 	}{
@@ -121,10 +122,10 @@ func TestContractStrictJSON(t *testing.T) {
 // are 428 with a detail that says which (EXT.CONCURRENCY.VERSION.001).
 func TestContractIfMatchForms(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	path := "/v1/products/" + id
-	patch := func(name string, ifMatch ...string) *testkit.Response {
+	patch := func(name string, ifMatch ...string) *httpkit.Response {
 		var h []string
 		for _, v := range ifMatch {
 			h = append(h, "If-Match", v)
@@ -184,8 +185,8 @@ func TestContractIfMatchForms(t *testing.T) {
 	}
 
 	// The order transitions read If-Match the same way.
-	customer := e.NewActor("customer", 1_000_000_00)
-	o := placeOrder(e, customer.Token, "ifm-order", id, 1)
+	customer := e.NewCustomer(1_000_000_00)
+	o := e.PlaceOrder(customer.Token, "ifm-order", testkit.Line(id, 1))
 	if o.Status != http.StatusCreated {
 		t.Fatalf("place: %d %s", o.Status, o.Body)
 	}
@@ -214,10 +215,10 @@ func itoa(n int64) string {
 // idempotency_key_reused (EXT.IDEMPOTENCY.KEY.001).
 func TestContractFingerprintCanonicalPathID(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	id := e.NewProduct(100, 10)
-	customer := e.NewActor("customer", 1_000_000_00)
-	o := placeOrder(e, customer.Token, "canon-order", id, 1)
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	customer := e.NewCustomer(1_000_000_00)
+	o := e.PlaceOrder(customer.Token, "canon-order", testkit.Line(id, 1))
 	if o.Status != http.StatusCreated {
 		t.Fatalf("place: %d %s", o.Status, o.Body)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // BenchmarkPlacementSyncReplication measures what synchronous replication
@@ -24,9 +25,9 @@ import (
 //	go test -run '^$' -bench PlacementSyncReplication -benchtime 3x ./internal/httpapi/
 func BenchmarkPlacementSyncReplication(b *testing.B) {
 	rep := testkit.StartReplication(b, true)
-	e := testkit.New(b, testkit.Options{DatabaseURL: rep.MultiHostURL()})
-	product := e.NewProduct(1, 1_000_000_000)
-	customer := e.NewActor("customer", 100_000_000_000)
+	e := httpkit.New(b, testkit.Options{DatabaseURL: rep.MultiHostURL()})
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 1, Stock: 1_000_000_000})
+	customer := e.NewCustomer(100_000_000_000)
 	const clients, perClient = 16, 40
 	standbyUp := true
 	setMode := func(sync bool) {
@@ -55,7 +56,7 @@ func BenchmarkPlacementSyncReplication(b *testing.B) {
 		testkit.Race(clients, func(c int) {
 			for n := range perClient {
 				t0 := time.Now()
-				res := placeOrder(e, customer.Token, fmt.Sprintf("r%d-c%d-%d", round, c, n), product, 1)
+				res := e.PlaceOrder(customer.Token, fmt.Sprintf("r%d-c%d-%d", round, c, n), testkit.Line(product, 1))
 				if res.Status != http.StatusCreated {
 					b.Errorf("place: %d %s", res.Status, res.Body)
 					return

@@ -204,7 +204,7 @@ func TestCommitSettlesAPendingTokenCheck(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)
 	ctx := context.Background()
-	customer := e.NewActor("customer", 0)
+	customer := e.NewCustomer(0)
 	auth := e.App.Authenticate
 	pending := func() context.Context {
 		actx, _, err := auth.Handle(ctx, customer.Token) // the cache learns the token on the first call

@@ -22,6 +22,7 @@ import (
 	"github.com/ordersvc/ordersvc/internal/infra"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // purgeRound is one round of a purge, real or naive: it returns how many
@@ -302,12 +303,12 @@ func (n naivePurge) round(ctx context.Context) (int64, error) {
 // deleted it just after, is shown to let the retry place another order.
 func TestPurgeSparesKeyReclaimedByRequest(t *testing.T) {
 	t.Parallel()
-	setup := func(t *testing.T, opts testkit.Options) (e *testkit.Env, place func() *testkit.Response, expire func()) {
-		e = testkit.New(t, opts)
-		cust := e.NewActor("customer", 1_000_000)
-		product := e.NewProduct(100, 100)
+	setup := func(t *testing.T, opts testkit.Options) (e *httpkit.Env, place func() *httpkit.Response, expire func()) {
+		e = httpkit.New(t, opts)
+		cust := e.NewCustomer(1_000_000)
+		product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 100})
 		key := "reused-" + uuid.NewString()
-		place = func() *testkit.Response {
+		place = func() *httpkit.Response {
 			return e.Do("POST", "/v1/orders", cust.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}}, "Idempotency-Key", key)
 		}
 		if res := place(); res.Status != http.StatusCreated {
@@ -321,7 +322,7 @@ func TestPurgeSparesKeyReclaimedByRequest(t *testing.T) {
 		insertKeys(t, e.Pool, uuid.MustParse(e.Staff.ID), "other", "k-", 100, `now() - interval '1 minute'`)
 		return e, place, expire
 	}
-	orders := func(e *testkit.Env) int64 { return e.QueryInt(`SELECT count(*) FROM orders`) }
+	orders := func(e *httpkit.Env) int64 { return e.QueryInt(`SELECT count(*) FROM orders`) }
 
 	t.Run("purge while the request holds the record", func(t *testing.T) {
 		t.Parallel()
@@ -330,7 +331,7 @@ func TestPurgeSparesKeyReclaimedByRequest(t *testing.T) {
 		// The request has reclaimed the record and holds it, in its
 		// transaction, until released.
 		stop := e.Hooks.Stop(testkit.Before, "OrderInsert")
-		second := make(chan *testkit.Response, 1)
+		second := make(chan *httpkit.Response, 1)
 		go func() { second <- place() }()
 		stop.WaitArrived(t, 10*time.Second)
 		n, err := purger.PurgeOnce(context.Background())
@@ -394,16 +395,16 @@ const (
 	keyWaitNaive   = 150 * time.Millisecond
 )
 
-func placementsDuringPurge(t *testing.T, keyWait time.Duration, purge func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error)) (statuses map[int]int, codes map[string]int) {
+func placementsDuringPurge(t *testing.T, keyWait time.Duration, purge func(e *httpkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error)) (statuses map[int]int, codes map[string]int) {
 	const customers, perCustomer, filler = 8, 25, 200_000
-	e := testkit.New(t, testkit.Options{KeyWait: keyWait, MaxConns: 24})
+	e := httpkit.New(t, testkit.Options{KeyWait: keyWait, MaxConns: 24})
 	type buyer struct {
 		actor   testkit.Actor
 		product string
 	}
 	buyers := make([]buyer, customers)
 	for i := range buyers {
-		buyers[i] = buyer{e.NewActor("customer", 1_000_000_000), e.NewProduct(1, 1_000_000)}
+		buyers[i] = buyer{e.NewCustomer(1_000_000_000), e.NewProduct(testkit.ProductSpec{PriceCents: 1, Stock: 1_000_000})}
 		// The keys they will reuse: expired records, stored first so that a
 		// sequential scan reaches them first, expiring at random points of
 		// the purge's expires_at order.
@@ -495,7 +496,7 @@ func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 	// cannot change (the logged latencies include it).
 	t.Run("bounded batches", func(t *testing.T) {
 		t.Parallel()
-		statuses, _ := placementsDuringPurge(t, keyWaitBounded, func(e *testkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
+		statuses, _ := placementsDuringPurge(t, keyWaitBounded, func(e *httpkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
 			return infra.NewPurger(e.Pool, testkit.Logger(t), nil, infra.PurgeConfig{}).PurgeOnce(context.Background())
 		})
 		if statuses[http.StatusCreated] != 200 {
@@ -504,7 +505,7 @@ func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 	})
 	t.Run("naive unbounded delete is caught", func(t *testing.T) {
 		t.Parallel()
-		statuses, codes := placementsDuringPurge(t, keyWaitNaive, func(e *testkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error) {
+		statuses, codes := placementsDuringPurge(t, keyWaitNaive, func(e *httpkit.Env, deleted chan<- struct{}, placed <-chan struct{}) (int64, error) {
 			ctx := context.Background()
 			tx, err := e.Pool.Begin(ctx)
 			if err != nil {
@@ -539,12 +540,12 @@ func TestPlacementsDoNotStallDuringLargePurge(t *testing.T) {
 // store as it was before the fix, copied below, answered 404 not_found.
 func TestKeyClaimStartsOverWhenPurgeDeletesTheRecordItSaw(t *testing.T) {
 	t.Parallel()
-	race := func(t *testing.T, opts testkit.Options) (*testkit.Response, int64) {
-		e := testkit.New(t, opts)
-		cust := e.NewActor("customer", 1_000_000)
-		product := e.NewProduct(100, 100)
+	race := func(t *testing.T, opts testkit.Options) (*httpkit.Response, int64) {
+		e := httpkit.New(t, opts)
+		cust := e.NewCustomer(1_000_000)
+		product := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 100})
 		const key = "seen-then-purged"
-		place := func() *testkit.Response {
+		place := func() *httpkit.Response {
 			return e.Do("POST", "/v1/orders", cust.Token, map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 1}}}, "Idempotency-Key", key)
 		}
 		if res := place(); res.Status != http.StatusCreated {
@@ -560,7 +561,7 @@ func TestKeyClaimStartsOverWhenPurgeDeletesTheRecordItSaw(t *testing.T) {
 		if _, err := purge.Exec(ctx, `SELECT 1 FROM idempotency_keys WHERE key = $1 AND expires_at <= now() FOR UPDATE`, key); err != nil {
 			t.Fatal(err)
 		}
-		second := make(chan *testkit.Response, 1)
+		second := make(chan *httpkit.Response, 1)
 		go func() { second <- place() }()
 		waitFor(t, 10*time.Second, "the request waiting to reclaim the expired record", func() bool {
 			return queryInt(t, e.Pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/infra"
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // seedAged inserts n events in state whose occurred_at, and for delivered
@@ -129,16 +130,16 @@ func TestOutboxRetentionDeletesOnlyOldDeliveredEvents(t *testing.T) {
 // placing three orders each, every placement writing its order.placed event
 // into the table being cleaned. remove may close started once it holds its
 // locks, and may wait for placed, closed when the placements are done.
-func placementsDuringDeletion(t *testing.T, remove func(e *testkit.Env, started chan<- struct{}, placed <-chan struct{}) (int64, error)) (statuses map[int]int) {
+func placementsDuringDeletion(t *testing.T, remove func(e *httpkit.Env, started chan<- struct{}, placed <-chan struct{}) (int64, error)) (statuses map[int]int) {
 	const customers, perCustomer, filler = 8, 3, 200_000
-	e := testkit.New(t, testkit.Options{MaxConns: 24})
+	e := httpkit.New(t, testkit.Options{MaxConns: 24})
 	type buyer struct {
 		actor   testkit.Actor
 		product string
 	}
 	buyers := make([]buyer, customers)
 	for i := range buyers {
-		buyers[i] = buyer{e.NewActor("customer", 1_000_000_000), e.NewProduct(1, 1_000_000)}
+		buyers[i] = buyer{e.NewCustomer(1_000_000_000), e.NewProduct(testkit.ProductSpec{PriceCents: 1, Stock: 1_000_000})}
 	}
 	seedAged(t, e.Pool, filler, "delivered", `now() - interval '200 hours' - g * interval '10 ms'`)
 
@@ -206,7 +207,7 @@ func TestPlacementsDoNotStallDuringLargeOutboxDeletion(t *testing.T) {
 	// The two run at once, each on a database of its own.
 	t.Run("bounded batches, advisory lock", func(t *testing.T) {
 		t.Parallel()
-		statuses := placementsDuringDeletion(t, func(e *testkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
+		statuses := placementsDuringDeletion(t, func(e *httpkit.Env, _ chan<- struct{}, _ <-chan struct{}) (int64, error) {
 			return infra.NewOutboxRetention(e.Pool, testkit.Logger(t), nil, infra.RetentionConfig{Retention: retention}).DeleteOnce(context.Background())
 		})
 		if statuses[http.StatusCreated] != 24 {
@@ -215,7 +216,7 @@ func TestPlacementsDoNotStallDuringLargeOutboxDeletion(t *testing.T) {
 	})
 	t.Run("naive table-locked unbounded delete is caught", func(t *testing.T) {
 		t.Parallel()
-		statuses := placementsDuringDeletion(t, func(e *testkit.Env, started chan<- struct{}, placed <-chan struct{}) (int64, error) {
+		statuses := placementsDuringDeletion(t, func(e *httpkit.Env, started chan<- struct{}, placed <-chan struct{}) (int64, error) {
 			ctx := context.Background()
 			tx, err := e.Pool.Begin(ctx)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/testkit"
+	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // The pipe and the pipelined repositories exist to save round trips
@@ -16,9 +17,9 @@ import (
 // instead of in a benchmark.
 func TestRoundTripsOfAPlacement(t *testing.T) {
 	t.Parallel()
-	e := testkit.New(t)
-	customer := e.NewActor("customer", 1_000_000)
-	product := e.NewProduct(500, 100)
+	e := httpkit.New(t)
+	customer := e.NewCustomer(1_000_000)
+	product := e.NewProduct(testkit.ProductSpec{PriceCents: 500, Stock: 100})
 	order := map[string]any{"lines": []map[string]any{{"product_id": product, "quantity": 2}}}
 	// A first request puts the token in the cache: the later ones check it
 	// in band, in front of their first statement (ADR 0005).

@@ -1,5 +1,7 @@
 // Package testkit gives tests a real PostgreSQL database of their own and the
-// real HTTP handler on top of it. It is imported only by tests.
+// service's core on top of it: the pool, the transaction runner and the use
+// cases, with typed fixtures, no HTTP. Its subpackage httpkit adds the real
+// HTTP handler for the tests of the API. It is imported only by tests.
 //
 // The database server comes from TEST_DATABASE_URL when it is set (any
 // superuser connection string; in the environment, or in the .env beside
@@ -34,6 +36,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 	"github.com/testcontainers/testcontainers-go/wait"
+	"go.uber.org/goleak"
 
 	"github.com/ordersvc/ordersvc/db"
 	"github.com/ordersvc/ordersvc/internal/infra"
@@ -106,14 +109,18 @@ func server() (string, error) {
 	return adminURL, serverErr
 }
 
-// Main runs the tests of a package and then stops the container, also when
-// tests failed. Use it as TestMain: func TestMain(m *testing.M) { testkit.Main(m) }.
-func Main(m *testing.M) { os.Exit(Run(m)) }
+// Main is the TestMain of every package that uses the kit:
+//
+//	func TestMain(m *testing.M) { testkit.Main(m) }
+//
+// It raises the default number of parallel tests (see parallelism), runs
+// the tests, stops what the kit started (PgBouncer, the standby, the
+// container), also when tests failed, and then fails the package if a
+// goroutine outlived the tests (goleak): a worker, pool, server or client
+// that a test started and did not stop.
+func Main(m *testing.M) { os.Exit(run(m)) }
 
-// Run is Main without the exit: it returns the tests' exit code, for a
-// TestMain that checks more once the tests are done (goroutine leaks).
-// It raises the default number of parallel tests (see parallelism).
-func Run(m *testing.M) int {
+func run(m *testing.M) int {
 	loadDotEnv()
 	if err := parallelism(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -127,6 +134,12 @@ func Run(m *testing.M) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_ = container.Terminate(ctx)
 		cancel()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines outlived the tests:", err)
+			code = 1
+		}
 	}
 	return code
 }

@@ -1,17 +1,9 @@
 package testkit
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,22 +12,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersvc/ordersvc/internal/app"
-	"github.com/ordersvc/ordersvc/internal/httpapi"
 	"github.com/ordersvc/ordersvc/internal/infra"
 )
 
-// Env is the real service, in process: a database of its own, the pgx pool
-// and transaction runner, the use cases and the HTTP handler behind an
-// httptest server.
+// Env is the service's core, in process: a database of its own, the pgx
+// pool and transaction runner, and the use cases, with no HTTP. The tests of
+// the HTTP API put the handler on top with httpkit.New.
 type Env struct {
 	T        testing.TB
 	URL      string // database
 	Pool     *pgxpool.Pool
 	Runner   *infra.Runner
-	App      app.UseCases
+	App      app.UseCases // as the service wires them (Options.Wrap applied)
 	Registry *prometheus.Registry
-	Server   *httptest.Server
-	Client   *http.Client
+	Log      *slog.Logger // the service's, into the test's output (Logger)
 	Staff    Actor
 	// Hooks holds the service's connections at named statements (Stop,
 	// Interleave).
@@ -43,12 +33,8 @@ type Env struct {
 	// Standby is the read replica the queries use (Options.ReplicaReads),
 	// caught up when New returns; nil without one.
 	Standby *Standby
-}
-
-// Actor is an actor made for a test, with its token.
-type Actor struct {
-	ID    string
-	Token string
+	// Options are New's, with the defaults filled in.
+	Options Options
 }
 
 // Options adjust an Env.
@@ -74,7 +60,8 @@ type Options struct {
 	NoKeyLatch bool
 	// DatabaseURL, when set, is used instead of a fresh database.
 	DatabaseURL string
-	// RequestTimeout is REQUEST_TIMEOUT (default none).
+	// RequestTimeout is REQUEST_TIMEOUT (default none); only the HTTP
+	// part (httpkit.New) reads it.
 	RequestTimeout time.Duration
 	// ReplicaReads makes the queries read the test server's standby
 	// (StandbyOf), which the test then holds for its whole life: Env.Standby.
@@ -97,7 +84,8 @@ const (
 	PlainReplicaReads
 )
 
-// New starts the service on a fresh database and creates one staff actor.
+// New starts the service's core on a fresh database and creates one staff
+// actor.
 func New(t testing.TB, opts ...Options) *Env {
 	t.Helper()
 	var o Options
@@ -182,21 +170,11 @@ func New(t testing.TB, opts ...Options) *Env {
 	if plainReplica != nil {
 		uc.Authenticate = app.Authenticate{Transactor: plainReplica, Cache: app.NewTokenCache(100_000)}
 	}
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: runner.Ping, App: uc, RequestTimeout: o.RequestTimeout}))
-	t.Cleanup(srv.Close)
 	// Cleanups run last in, first out: held connections go on before the
-	// server and the pool wait for them.
+	// pool waits for them.
 	t.Cleanup(hooks.ReleaseAll)
-	e := &Env{
-		T: t, URL: url, Pool: pool, Runner: runner, App: uc, Registry: reg, Server: srv, Hooks: hooks,
-		Client: &http.Client{
-			Timeout:   60 * time.Second,
-			Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second},
-		},
-	}
-	// Actors are made through the use case, not the naive wrapper.
-	e.App.CreateActor = app.CreateActor{Transactor: runner}
-	e.Staff = e.NewActor("staff", 0)
+	e := &Env{T: t, URL: url, Pool: pool, Runner: runner, App: uc, Registry: reg, Log: log, Hooks: hooks, Options: o}
+	e.Staff = e.NewStaff()
 	if standby != nil {
 		e.Standby = standby
 		standby.CatchUp(t)
@@ -221,125 +199,6 @@ func Logger(t testing.TB) *slog.Logger {
 		_ = level.UnmarshalText([]byte(v))
 	}
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
-}
-
-var actorSeq atomic.Int64
-
-// NewActor creates an actor with a token.
-func (e *Env) NewActor(role string, creditLimitCents int64) Actor {
-	e.T.Helper()
-	out, err := app.CreateActor{Transactor: e.Runner}.Handle(context.Background(), app.CreateActorCommand{
-		Name: fmt.Sprintf("%s %d", role, actorSeq.Add(1)), Role: role, CreditLimitCents: creditLimitCents,
-	})
-	if err != nil {
-		e.T.Fatalf("create %s: %v", role, err)
-	}
-	return Actor{ID: out.Actor.ID.String(), Token: out.Token}
-}
-
-var skuSeq atomic.Int64
-
-// NewProduct creates a product through the API and returns its id.
-func (e *Env) NewProduct(priceCents, stock int64) string {
-	e.T.Helper()
-	res := e.Do("POST", "/v1/products", e.Staff.Token, map[string]any{
-		"sku": fmt.Sprintf("SKU-%d", skuSeq.Add(1)), "name": "Test product", "price_cents": priceCents, "stock": stock,
-	})
-	if res.Status != http.StatusCreated {
-		e.T.Fatalf("create product: %d %s", res.Status, res.Body)
-	}
-	return res.String("id")
-}
-
-// Response is a decoded HTTP response.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	JSON   map[string]any
-	Err    error // a transport error; Status is 0 then
-}
-
-// String returns a top-level string member of the JSON body.
-func (r *Response) String(name string) string {
-	s, _ := r.JSON[name].(string)
-	return s
-}
-
-// Int returns a top-level number member of the JSON body.
-func (r *Response) Int(name string) int64 {
-	f, _ := r.JSON[name].(float64)
-	return int64(f)
-}
-
-// Code returns the problem code of an error response.
-func (r *Response) Code() string { return r.String("code") }
-
-// Do sends a request with a bearer token and a JSON body (nil for none).
-// Extra headers come as name, value pairs. It never fails the test, so it is
-// safe from many goroutines; check Response.Err.
-func (e *Env) Do(method, path, token string, body any, headers ...string) *Response {
-	return e.DoContext(context.Background(), method, path, token, body, headers...)
-}
-
-// DoContext is Do with a context.
-func (e *Env) DoContext(ctx context.Context, method, path, token string, body any, headers ...string) *Response {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			return &Response{Err: err}
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.Server.URL+path, rd)
-	if err != nil {
-		return &Response{Err: err}
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := e.Client.Do(req)
-	if err != nil {
-		return &Response{Err: err}
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	out := &Response{Status: res.StatusCode, Header: res.Header, Body: raw, Err: err}
-	if len(raw) > 0 && raw[0] == '{' {
-		_ = json.Unmarshal(raw, &out.JSON)
-	}
-	return out
-}
-
-// Race runs fn(i) for i in [0, n) on n goroutines released together by one
-// start signal, and waits for all of them.
-func Race(n int, fn func(i int)) {
-	start := make(chan struct{})
-	done := make(chan struct{}, n)
-	for i := 0; i < n; i++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			<-start
-			fn(i)
-		}()
-	}
-	close(start)
-	for i := 0; i < n; i++ {
-		<-done
-	}
 }
 
 // Exec runs SQL on the test's database, for setup and for assertions.

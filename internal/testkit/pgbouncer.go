@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // With TEST_PGBOUNCER=1 the tests reach their databases through a real
@@ -34,8 +32,7 @@ var (
 	bouncerOnce sync.Once
 	bouncerAddr string
 	bouncerErr  error
-	bouncerProc *exec.Cmd
-	bouncerDir  string
+	bouncer     *Bouncer
 )
 
 // ThroughPgBouncer says whether the tests run through PgBouncer.
@@ -91,7 +88,7 @@ func startPgBouncer(admin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bouncerProc, bouncerDir = b.cmd, b.dir
+	bouncer = b
 	return b.addr, nil
 }
 
@@ -99,8 +96,7 @@ func startPgBouncer(admin string) (string, error) {
 // (for example a Proxy that can stop like a failed server).
 type Bouncer struct {
 	addr string
-	cmd  *exec.Cmd
-	dir  string
+	proc *child
 }
 
 // StartPgBouncer starts a PgBouncer in transaction mode, default settings
@@ -121,10 +117,7 @@ func StartPgBouncer(t testing.TB, target string) *Bouncer {
 	if err != nil {
 		t.Fatalf("start pgbouncer: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = b.cmd.Process.Kill()
-		_ = os.RemoveAll(b.dir)
-	})
+	t.Cleanup(func() { b.proc.stop(0) })
 	return b
 }
 
@@ -198,60 +191,34 @@ pidfile = %s
 			return nil, err
 		}
 	}
+	proc := &child{dir: dir}
 	cmd := exec.Command(bin, filepath.Join(dir, "pgbouncer.ini"))
-	if err := asPostgresUser(cmd, dir); err != nil {
+	if err := asPostgres(cmd, dir, "pgbouncer"); err != nil {
+		proc.stop(0)
 		return nil, fmt.Errorf("%w\n%s", err, pgbouncerHowTo)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.start(cmd); err != nil {
+		proc.stop(0)
 		return nil, fmt.Errorf("start pgbouncer: %w\n%s", err, pgbouncerHowTo)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	probe := withDatabase(admin, "postgres")
-	pu, _ := url.Parse(probe)
-	pu.Host = addr
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		conn, err := pgx.Connect(ctx, pu.String()+"&default_query_exec_mode=exec")
-		if err == nil {
-			_, err = conn.Exec(ctx, "select 1")
-			_ = conn.Close(ctx)
-		}
-		cancel()
-		if err == nil {
-			return &Bouncer{addr: addr, cmd: cmd, dir: dir}, nil
-		}
-		select {
-		case werr := <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
-			return nil, fmt.Errorf("pgbouncer exited: %v\n%s", werr, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			return nil, fmt.Errorf("pgbouncer on %s did not answer: %w", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	probe, _ := url.Parse(withDatabase(admin, "postgres"))
+	probe.Host = addr
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err = waitAnswers(ctx, probe.String()+"&default_query_exec_mode=exec", "pgbouncer on "+addr, proc, func() string {
+		log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
+		return string(log)
+	})
+	if err != nil {
+		proc.stop(0)
+		return nil, err
 	}
+	return &Bouncer{addr: addr, proc: proc}, nil
 }
 
 func stopPgBouncer() {
-	if bouncerProc != nil && bouncerProc.Process != nil {
-		_ = bouncerProc.Process.Kill()
+	if bouncer != nil {
+		bouncer.proc.stop(0)
 	}
-	if bouncerDir != "" {
-		_ = os.RemoveAll(bouncerDir)
-	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -92,3 +92,21 @@ func (f *Findings) List() []string {
 	defer f.mu.Unlock()
 	return append([]string(nil), f.list...)
 }
+
+// Race runs fn(i) for i in [0, n) on n goroutines released together by one
+// start signal, and waits for all of them.
+func Race(n int, fn func(i int)) {
+	start := make(chan struct{})
+	done := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	for i := 0; i < n; i++ {
+		<-done
+	}
+}

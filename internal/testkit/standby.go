@@ -45,8 +45,7 @@ var (
 	standbyOnce sync.Once
 	standby     *Standby
 	standbyErr  error
-	standbyProc *exec.Cmd
-	standbyDir  string
+	standbyProc *child // the standby the kit started (makeStandby)
 	// standbySlot is the physical replication slot the standby streams
 	// through, on the server it copies: the server keeps every WAL segment
 	// the standby has not received, so that the standby, which the tests
@@ -109,12 +108,12 @@ func makeStandby(admin string) (*Standby, error) {
 	if err != nil {
 		return nil, err
 	}
-	standbyDir = dir
+	standbyProc = &child{dir: dir}
 	data := filepath.Join(dir, "data")
 	backup := exec.CommandContext(ctx, filepath.Join(bin, "pg_basebackup"), "-d", admin, "-D", data, "-R", "-X", "stream", "-c", "fast",
 		"-C", "-S", standbySlot)
 	standbyFrom = admin
-	if err := asPostgresOwner(backup, dir); err != nil {
+	if err := asPostgres(backup, dir, "pg_basebackup"); err != nil {
 		return nil, err
 	}
 	if out, err := backup.CombinedOutput(); err != nil {
@@ -133,15 +132,14 @@ func makeStandby(admin string) (*Standby, error) {
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections="+strconv.Itoa(maxConns),
 		"-c", "hot_standby=on", "-c", "hot_standby_feedback=on", "-c", "fsync=off")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := asPostgresOwner(cmd, dir); err != nil {
+	if err := asPostgres(cmd, dir, "PostgreSQL"); err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := standbyProc.start(cmd); err != nil {
 		return nil, fmt.Errorf("start the standby: %w", err)
 	}
-	standbyProc = cmd
 	s := &Standby{admin: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
-	return s, waitForStandby(ctx, s, func() string {
+	return s, waitAnswers(ctx, s.admin, "the standby", standbyProc, func() string {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		return string(log)
 	})
@@ -189,7 +187,7 @@ func makeContainerStandby(admin string) (*Standby, error) {
 	}
 	u.Host = net.JoinHostPort(host, port.Port())
 	s := &Standby{admin: withDatabase(u.String(), "postgres")}
-	return s, waitForStandby(ctx, s, func() string {
+	return s, waitAnswers(ctx, s.admin, "the standby", nil, func() string {
 		_, out, _ := container.Exec(context.Background(), []string{"cat", "/tmp/standby.log"}, tcexec.Multiplexed())
 		if out == nil {
 			return ""
@@ -237,36 +235,9 @@ func maxConnections(ctx context.Context, admin string) (int, error) {
 	return n, err
 }
 
-// waitForStandby waits until s accepts connections; log tells why not.
-func waitForStandby(ctx context.Context, s *Standby, log func() string) error {
-	for {
-		c, err := pgx.Connect(ctx, s.admin)
-		if err == nil {
-			c.Close(ctx)
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("the standby did not accept connections: %v\n%s", err, log())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // stopStandby stops the standby the kit made, at the end of the test binary.
 func stopStandby() {
-	if standbyProc != nil && standbyProc.Process != nil {
-		_ = standbyProc.Process.Signal(os.Interrupt) // fast shutdown
-		done := make(chan struct{})
-		go func() { _ = standbyProc.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = standbyProc.Process.Kill()
-		}
-	}
-	if standbyDir != "" {
-		_ = os.RemoveAll(standbyDir)
-	}
+	standbyProc.stop(10 * time.Second)
 	if standbyFrom != "" { // the standby is gone: the server need keep no WAL for it
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -10,17 +10,18 @@ import (
 	"syscall"
 )
 
-// asPostgresOwner makes cmd run as the postgres user when the tests run as
-// root (PostgreSQL refuses root), owning everything under dir, and die with
-// the test binary.
-func asPostgresOwner(cmd *exec.Cmd, dir string) error {
+// asPostgres makes cmd, the program the kit starts (PgBouncer, the
+// standby's PostgreSQL and pg_basebackup), die with the test binary, and
+// run as the postgres user, owning everything under dir, when the tests run
+// as root: both programs refuse root.
+func asPostgres(cmd *exec.Cmd, dir, program string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if os.Geteuid() != 0 {
 		return nil
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return fmt.Errorf("run PostgreSQL as postgres: %w", err)
+		return fmt.Errorf("run %s as postgres: %w", program, err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
