@@ -25,11 +25,7 @@ func actorCreate(ctx context.Context, args []string, getenv func(string) string,
 	if fl.NArg() > 0 {
 		return fmt.Errorf("actor create: unexpected argument %q", fl.Arg(0))
 	}
-	c, err := loadConfig(getenv, true)
-	if err != nil {
-		return err
-	}
-	pool, err := openPool(ctx, c, "actor", nil)
+	c, pool, err := connect(ctx, getenv, "actor")
 	if err != nil {
 		return err
 	}

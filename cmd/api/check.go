@@ -18,11 +18,7 @@ func check(ctx context.Context, args []string, getenv func(string) string, stdou
 	if len(args) != 0 {
 		return errors.New("usage: api check")
 	}
-	c, err := loadConfig(getenv, true)
-	if err != nil {
-		return err
-	}
-	pool, err := openPool(ctx, c, "check", nil)
+	c, pool, err := connect(ctx, getenv, "check")
 	if err != nil {
 		return err
 	}

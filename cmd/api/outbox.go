@@ -22,11 +22,7 @@ func outbox(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	c, err := loadConfig(getenv, true)
-	if err != nil {
-		return err
-	}
-	pool, err := openPool(ctx, c, "outbox", nil)
+	_, pool, err := connect(ctx, getenv, "outbox")
 	if err != nil {
 		return err
 	}

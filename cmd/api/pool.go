@@ -21,20 +21,11 @@ import (
 // application_name (infra.Schema.Announcement). tp traces its round trips
 // (serve, with tracing on); nil for none.
 func openPool(ctx context.Context, c config, role string, tp trace.TracerProvider) (*pgxpool.Pool, error) {
-	schema, err := infra.EmbeddedSchema()
+	pc, err := poolConfig(c, c.DatabaseURL, role, tp)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := infra.NewPool(ctx, infra.PoolConfig{
-		ApplicationName:  schema.Announcement(role),
-		URL:              c.DatabaseURL,
-		MaxConns:         c.DBMaxConns,
-		StatementTimeout: c.DBStatementTimeout,
-		LockTimeout:      c.DBLockTimeout,
-		IdleInTxTimeout:  c.DBIdleInTxTimeout,
-		ConnectTimeout:   3 * time.Second,
-		TracerProvider:   tp,
-	})
+	pool, err := infra.NewPool(ctx, pc)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +38,37 @@ func openPool(ctx context.Context, c config, role string, tp trace.TracerProvide
 		return nil, fmt.Errorf("database unreachable: %s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	return pool, nil
+}
+
+// poolConfig is the configuration of a pool to url with the configured
+// guards; its connections announce role and the schema this binary was
+// built for in application_name.
+func poolConfig(c config, url, role string, tp trace.TracerProvider) (infra.PoolConfig, error) {
+	schema, err := infra.EmbeddedSchema()
+	if err != nil {
+		return infra.PoolConfig{}, err
+	}
+	return infra.PoolConfig{
+		ApplicationName:  schema.Announcement(role),
+		URL:              url,
+		MaxConns:         c.DBMaxConns,
+		StatementTimeout: c.DBStatementTimeout,
+		LockTimeout:      c.DBLockTimeout,
+		IdleInTxTimeout:  c.DBIdleInTxTimeout,
+		ConnectTimeout:   3 * time.Second,
+		TracerProvider:   tp,
+	}, nil
+}
+
+// connect is the start of the one-shot commands: the configuration, and a
+// pool for role that the caller closes.
+func connect(ctx context.Context, getenv func(string) string, role string) (config, *pgxpool.Pool, error) {
+	c, err := loadConfig(getenv, true)
+	if err != nil {
+		return c, nil, err
+	}
+	pool, err := openPool(ctx, c, role, nil)
+	return c, pool, err
 }
 
 func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) *infra.Runner {

@@ -26,20 +26,11 @@ func openReader(ctx context.Context, c config, runner *infra.Runner, log *slog.L
 	if _, err := pgxpool.ParseConfig(c.ReadDatabaseURL); err != nil {
 		return nil, nil, fmt.Errorf("READ_DATABASE_URL: %w", err)
 	}
-	schema, err := infra.EmbeddedSchema()
+	pc, err := poolConfig(c, c.ReadDatabaseURL, "serve", tp)
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := infra.NewPool(ctx, infra.PoolConfig{
-		ApplicationName:  schema.Announcement("serve"),
-		URL:              c.ReadDatabaseURL,
-		MaxConns:         c.DBMaxConns,
-		StatementTimeout: c.DBStatementTimeout,
-		LockTimeout:      c.DBLockTimeout,
-		IdleInTxTimeout:  c.DBIdleInTxTimeout,
-		ConnectTimeout:   3 * time.Second,
-		TracerProvider:   tp,
-	})
+	pool, err := infra.NewPool(ctx, pc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("READ_DATABASE_URL: %w", err)
 	}

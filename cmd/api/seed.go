@@ -42,11 +42,7 @@ type seedOutput struct {
 // three actors, and its four demo products, each marked created or kept by
 // an earlier seed; never another product of the database.
 func seed(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	c, err := loadConfig(getenv, true)
-	if err != nil {
-		return err
-	}
-	pool, err := openPool(ctx, c, "seed", nil)
+	c, pool, err := connect(ctx, getenv, "seed")
 	if err != nil {
 		return err
 	}
