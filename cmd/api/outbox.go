@@ -9,14 +9,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/outbox"
 )
 
 const outboxUsage = "usage: api outbox dead | api outbox requeue ID|--all"
 
 // outboxConfig maps the OUTBOX_* settings onto the dispatcher's.
-func outboxConfig(c config) infra.OutboxConfig {
-	return infra.OutboxConfig{
+func outboxConfig(c config) outbox.OutboxConfig {
+	return outbox.OutboxConfig{
 		WebhookURL:   c.OutboxWebhookURL,
 		PollInterval: c.OutboxPollInterval,
 		BatchSize:    c.OutboxBatchSize,
@@ -33,7 +33,7 @@ func outboxConfig(c config) infra.OutboxConfig {
 // outbox runs `api outbox dead` (dead events as JSON lines, oldest id first)
 // and `api outbox requeue ID|--all` (dead events back to pending, attempts
 // reset, due now; prints {"requeued": N}).
-func outbox(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func outboxCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "dead" && args[0] != "requeue") ||
 		(args[0] == "dead" && len(args) != 1) || (args[0] == "requeue" && len(args) != 2) {
 		return errors.New(outboxUsage)
@@ -54,7 +54,7 @@ func outbox(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	defer pool.Close()
-	admin := infra.NewOutboxAdmin(pool)
+	admin := outbox.NewOutboxAdmin(pool)
 	enc := json.NewEncoder(stdout)
 
 	if args[0] == "dead" {

@@ -12,11 +12,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +25,10 @@ import (
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
 	"github.com/ordersvc/ordersvc/internal/httpapi"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/maintenance"
+	"github.com/ordersvc/ordersvc/internal/infra/outbox"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 const usage = `usage: api <command>
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		return actorCreate(ctx, args[2:], getenv, stdout)
 	case "outbox":
-		return outbox(ctx, args[1:], getenv, stdout)
+		return outboxCommand(ctx, args[1:], getenv, stdout)
 	case "check":
 		return check(ctx, args[1:], getenv, stdout)
 	case "seed":
@@ -86,14 +87,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 // openPool opens the pool with the configured guards and checks that the
 // database answers, so that a bad DATABASE_URL fails at start with one line.
 // Its connections announce role and the schema this binary was built for in
-// application_name (infra.Schema.Announcement). tp traces its round trips
+// application_name (postgres.Schema.Announcement). tp traces its round trips
 // (serve, with tracing on); nil for none.
-func openPool(ctx context.Context, c config, role string, tp trace.TracerProvider) (*pgxpool.Pool, error) {
-	schema, err := infra.EmbeddedSchema()
+func openPool(ctx context.Context, c config, role string, tp trace.TracerProvider) (*postgres.Pool, error) {
+	schema, err := postgres.EmbeddedSchema()
 	if err != nil {
 		return nil, err
 	}
-	pool, err := infra.NewPool(ctx, infra.PoolConfig{
+	pool, err := postgres.NewPool(ctx, postgres.PoolConfig{
 		ApplicationName:  schema.Announcement(role),
 		URL:              c.DatabaseURL,
 		MaxConns:         c.DBMaxConns,
@@ -117,8 +118,8 @@ func openPool(ctx context.Context, c config, role string, tp trace.TracerProvide
 	return pool, nil
 }
 
-func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) *infra.Runner {
-	return infra.NewRunner(pool, log, reg, infra.RetryPolicy{}, keyConfig(c))
+func newRunner(pool *postgres.Pool, log *slog.Logger, reg prometheus.Registerer, c config) *store.Runner {
+	return store.NewRunner(pool, log, reg, store.RetryPolicy{}, keyConfig(c))
 }
 
 // keyConfig is the idempotency store's configuration. The benchmark switch
@@ -126,8 +127,8 @@ func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, 
 // layer and the use cases are unchanged (the header is still required and
 // validated, so every 400 of the contract stays), but no record is claimed
 // or stored, and a retry runs again.
-func keyConfig(c config) infra.KeyConfig {
-	k := infra.KeyConfig{TTL: c.IdempotencyTTL, Wait: c.IdempotencyWait, LockTimeout: c.DBLockTimeout}
+func keyConfig(c config) store.KeyConfig {
+	k := store.KeyConfig{TTL: c.IdempotencyTTL, Wait: c.IdempotencyWait, LockTimeout: c.DBLockTimeout}
 	if c.BenchDisableIdempotency {
 		k.Store = noKeys{}
 	}
@@ -146,7 +147,7 @@ func (noKeys) Complete(context.Context, app.Key, app.Receipt) error { return nil
 // its requests. With METRICS_ADDR set, the API leaves /metrics to the
 // listener of serveMetrics. admit refuses /v1 while the schema is behind
 // (schemaGate).
-func newHandler(runner *infra.Runner, reader app.Reader, ready func(context.Context) error, admit func() error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
+func newHandler(runner *store.Runner, reader app.Reader, ready func(context.Context) error, admit func() error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
 	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, Admit: admit, App: app.New(app.Deps{Transactor: runner, Reader: reader, Latch: runner}), RequestTimeout: c.RequestTimeout,
 		TracerProvider: tp, MetricsElsewhere: c.MetricsAddr != ""})
 }
@@ -188,14 +189,14 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build.collector())
 	reg.MustRegister(h.collectors...)
 	runner := newRunner(pool, log, reg, c)
-	infra.RegisterPoolMetrics(reg, pool)
+	postgres.RegisterPoolMetrics(reg, pool)
 	reader, closeReplica, err := openReader(ctx, c, runner, log, reg, traces.provider())
 	if err != nil {
 		return err
 	}
 	defer closeReplica()
 
-	gate, err := newSchemaGate(pool, log, time.Second)
+	gate, err := newSchemaGate(pool.Pool, log, time.Second)
 	if err != nil {
 		return err
 	}
@@ -371,23 +372,19 @@ func runsDispatcher(c config) bool { return c.OutboxWebhookURL != "" || c.Outbox
 // idempotency purge and the outbox retention, and returns a channel closed when all of them have
 // stopped. They stop when ctx ends; the dispatcher first releases the events
 // it holds. tp, when not nil, traces each delivery.
-func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config, tp trace.TracerProvider) <-chan struct{} {
+func startWorkers(ctx context.Context, pool *postgres.Pool, log *slog.Logger, reg prometheus.Registerer, c config, tp trace.TracerProvider) <-chan struct{} {
 	oc := outboxConfig(c)
 	oc.TracerProvider = tp
-	dispatcher := infra.NewDispatcher(pool, log, reg, oc)
-	purger := infra.NewPurger(pool, log, reg, infra.PurgeConfig{Interval: c.CleanupInterval})
-	retention := infra.NewOutboxRetention(pool, log, reg, infra.RetentionConfig{Retention: c.OutboxRetention, Interval: c.CleanupInterval})
-	var wg sync.WaitGroup
+	dispatcher := outbox.NewDispatcher(pool, log, reg, oc)
+	purger := maintenance.NewPurger(pool, log, reg, maintenance.PurgeConfig{Interval: c.CleanupInterval})
+	retention := maintenance.NewOutboxRetention(pool, log, reg, maintenance.RetentionConfig{Retention: c.OutboxRetention, Interval: c.CleanupInterval})
+	services := []maintenance.Service{purger, retention}
 	if runsDispatcher(c) {
-		wg.Go(func() { dispatcher.Run(ctx) })
+		services = append(services, dispatcher)
 	} else {
 		log.Warn("OUTBOX_WEBHOOK_URL is not set: this process runs no outbox dispatcher; events stay pending until a process with one delivers them (the backlog is in ordersvc_outbox_pending_events)")
 	}
-	wg.Go(func() { purger.Run(ctx) })
-	wg.Go(func() { retention.Run(ctx) })
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	return done
+	return maintenance.Start(ctx, services...)
 }
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -413,16 +410,16 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer pool.Close()
-	sqlDB := stdlib.OpenDBFromPool(pool)
+	sqlDB := stdlib.OpenDBFromPool(pool.Pool)
 	defer sqlDB.Close()
-	p, err := infra.NewMigrator(sqlDB)
+	p, err := postgres.NewMigrator(sqlDB)
 	if err != nil {
 		return err
 	}
 	switch args[0] {
 	case "up":
 		log := newLogger(stdout, c.LogLevel)
-		res, err := infra.MigrateUp(ctx, p, pool, infra.MigrateOptions{ForceContract: *force, Log: log})
+		res, err := postgres.MigrateUp(ctx, p, pool, postgres.MigrateOptions{ForceContract: *force, Log: log})
 		for _, r := range res {
 			fmt.Fprintf(stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(time.Millisecond))
 		}
@@ -438,7 +435,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	default:
 		st, err := p.Status(ctx)
-		s, serr := infra.EmbeddedSchema()
+		s, serr := postgres.EmbeddedSchema()
 		if serr != nil {
 			return serr
 		}
