@@ -122,7 +122,7 @@ func purgeRace(t *testing.T, pool *postgres.Pool, purgers func(reclaim func(ctx 
 	began := time.Now()
 	var split [2]int64
 	testkit.Race(2, func(i int) {
-		for queryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE expires_at <= now()`) > 0 {
+		for testkit.QueryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE expires_at <= now()`) > 0 {
 			n, err := rounds[i](ctx)
 			if err != nil {
 				t.Errorf("purger %d: %v", i, err)
@@ -139,22 +139,22 @@ func purgeRace(t *testing.T, pool *postgres.Pool, purgers func(reclaim func(ctx 
 	out.reported, out.reclaimed = reported.Load(), len(reclaimed)
 	t.Logf("two purgers: %d + %d records reported deleted in %s; %d expired records reclaimed by requests meanwhile",
 		split[0], split[1], took.Round(time.Millisecond), out.reclaimed)
-	if n := queryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE key LIKE 'new-%'`); n != live {
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE key LIKE 'new-%'`); n != live {
 		out.broken = append(out.broken, fmt.Sprintf("%d of %d unexpired records were deleted", live-n, live))
 	}
 	var gone []string
 	for key := range reclaimed {
-		if queryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE key = $1 AND expires_at > now()`, key) != 1 {
+		if testkit.QueryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE key = $1 AND expires_at > now()`, key) != 1 {
 			gone = append(gone, key)
 		}
 	}
 	if len(gone) > 0 {
 		out.broken = append(out.broken, fmt.Sprintf("%d records were deleted after a request had reclaimed them (e.g. %s)", len(gone), gone[0]))
 	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE expires_at <= now()`); n != 0 {
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM idempotency_keys WHERE expires_at <= now()`); n != 0 {
 		out.broken = append(out.broken, fmt.Sprintf("%d expired records remain", n))
 	}
-	remaining := queryInt(t, pool, `SELECT count(*) FROM idempotency_keys`)
+	remaining := testkit.QueryInt(t, pool, `SELECT count(*) FROM idempotency_keys`)
 	if deleted := int64(expired + live - remaining); out.reported != deleted {
 		out.broken = append(out.broken, fmt.Sprintf("purgers reported %d deletions, %d records are gone", out.reported, deleted))
 	}
@@ -175,7 +175,7 @@ func TestPurgersDeleteOnlyExpiredRecordsOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("SKIP LOCKED, expiry rechecked, advisory lock", func(t *testing.T) {
 		t.Parallel()
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 		a := maintenance.NewPurger(pool, testkit.Logger(t), regA, maintenance.PurgeConfig{BatchSize: 200})
 		b := maintenance.NewPurger(pool, testkit.Logger(t), regB, maintenance.PurgeConfig{BatchSize: 200})
@@ -188,13 +188,13 @@ func TestPurgersDeleteOnlyExpiredRecordsOnce(t *testing.T) {
 		if out.reclaimed == 0 {
 			t.Error("no record was reclaimed during the purge: the race did not happen")
 		}
-		if got := metric(t, regA, "ordersvc_idempotency_purged_total") + metric(t, regB, "ordersvc_idempotency_purged_total"); got != float64(out.reported) {
+		if got := testkit.Metric(t, regA, "ordersvc_idempotency_purged_total") + testkit.Metric(t, regB, "ordersvc_idempotency_purged_total"); got != float64(out.reported) {
 			t.Errorf("purged_total summed over both purgers = %v, want %d", got, out.reported)
 		}
 	})
 	t.Run("naive select-then-delete is caught", func(t *testing.T) {
 		t.Parallel()
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		out := purgeRace(t, pool, func(reclaim func(context.Context, dbsqlc.DBTX, string) error) [2]purgeRound {
 			naive := naivePurge{pool: pool, batch: 200, between: func(ctx context.Context, picked []pk) error {
 				return reclaim(ctx, pool, picked[len(picked)-1].value)
@@ -448,15 +448,15 @@ func placementsDuringPurge(t *testing.T, keyWait time.Duration, purge func(e *te
 		deleted, err = purge(e, deletedUncommitted, placed)
 		purged <- err
 	}()
-	waitFor(t, 2*time.Minute, "the purge to start deleting", func() bool {
+	testkit.WaitFor(t, 2*time.Minute, "the purge to start deleting", func() bool {
 		select {
 		case <-deletedUncommitted:
 			return true
 		default:
 		}
-		return queryInt(t, e.Pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		return testkit.QueryInt(t, e.Pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND state = 'active' AND query LIKE '%DELETE FROM idempotency_keys%' AND pid <> pg_backend_pid()`) > 0 ||
-			queryInt(t, e.Pool, `SELECT count(*) FROM idempotency_keys WHERE operation = 'filler'`) < filler
+			testkit.QueryInt(t, e.Pool, `SELECT count(*) FROM idempotency_keys WHERE operation = 'filler'`) < filler
 	})
 	during := placeAll(func(i int) string { return fmt.Sprintf("hot-%d", i) })
 	openGate.Do(func() { close(placed) })
@@ -562,8 +562,8 @@ func TestKeyClaimStartsOverWhenPurgeDeletesTheRecordItSaw(t *testing.T) {
 		}
 		second := make(chan *testkit.Response, 1)
 		go func() { second <- place() }()
-		waitFor(t, 10*time.Second, "the request waiting to reclaim the expired record", func() bool {
-			return queryInt(t, e.Pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		testkit.WaitFor(t, 10*time.Second, "the request waiting to reclaim the expired record", func() bool {
+			return testkit.QueryInt(t, e.Pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 				AND wait_event_type = 'Lock' AND query LIKE '%IdempotencyReclaimExpired%'`) == 1
 		})
 		if _, err := purge.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND expires_at <= now()`, key); err != nil {

@@ -60,7 +60,7 @@ func TestOutboxRetentionDeletesOnlyOldDeliveredEvents(t *testing.T) {
 	t.Parallel()
 	const old = 2500
 	seed := func(t *testing.T) *postgres.Pool {
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		seedAged(t, pool, old, "delivered", `now() - interval '169 hours' - g * interval '1 second'`)
 		seedAged(t, pool, 300, "delivered", `now() - interval '167 hours'`)
 		for _, st := range []string{"dead", "pending", "claimed"} {
@@ -69,7 +69,7 @@ func TestOutboxRetentionDeletesOnlyOldDeliveredEvents(t *testing.T) {
 		return pool
 	}
 	check := func(t *testing.T, pool *postgres.Pool, reported int64) (broken []string) {
-		st := states(t, pool)
+		st := testkit.OutboxStates(t, pool)
 		t.Logf("reported %d deleted; left: %v", reported, st)
 		if st["delivered"] != 300 {
 			broken = append(broken, fmt.Sprintf("%d delivered events left, want the 300 recent ones", st["delivered"]))
@@ -91,7 +91,7 @@ func TestOutboxRetentionDeletesOnlyOldDeliveredEvents(t *testing.T) {
 		var reported atomic.Int64
 		testkit.Race(2, func(i int) {
 			r := maintenance.NewOutboxRetention(pool, testkit.Logger(t), regs[i], maintenance.RetentionConfig{Retention: retention, BatchSize: 200})
-			for queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state = 'delivered' AND delivered_at < now() - interval '168 hours'`) > 0 {
+			for testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state = 'delivered' AND delivered_at < now() - interval '168 hours'`) > 0 {
 				n, err := r.DeleteOnce(context.Background())
 				if err != nil {
 					t.Errorf("retention %d: %v", i, err)
@@ -103,7 +103,7 @@ func TestOutboxRetentionDeletesOnlyOldDeliveredEvents(t *testing.T) {
 		for _, s := range check(t, pool, reported.Load()) {
 			t.Error(s)
 		}
-		a, b := metric(t, regs[0], "ordersvc_outbox_deleted_total"), metric(t, regs[1], "ordersvc_outbox_deleted_total")
+		a, b := testkit.Metric(t, regs[0], "ordersvc_outbox_deleted_total"), testkit.Metric(t, regs[1], "ordersvc_outbox_deleted_total")
 		t.Logf("deleted_total per replica: %.0f and %.0f", a, b)
 		if a+b != old {
 			t.Errorf("deleted_total summed over both replicas = %v, want %d", a+b, old)
@@ -156,13 +156,13 @@ func placementsDuringDeletion(t *testing.T, remove func(e *testkit.Env, started 
 		deleted, err = remove(e, started, placed)
 		removed <- err
 	}()
-	waitFor(t, 2*time.Minute, "the deletion to start", func() bool {
+	testkit.WaitFor(t, 2*time.Minute, "the deletion to start", func() bool {
 		select {
 		case <-started:
 			return true
 		default:
 		}
-		return queryInt(t, e.Pool, `SELECT count(*) FROM outbox_events WHERE state = 'delivered'`) < filler
+		return testkit.QueryInt(t, e.Pool, `SELECT count(*) FROM outbox_events WHERE state = 'delivered'`) < filler
 	})
 	testkit.Race(customers, func(c int) {
 		for i := 1; i <= perCustomer; i++ {

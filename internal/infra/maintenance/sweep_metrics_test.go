@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersvc/ordersvc/internal/infra/maintenance"
+	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
 // syncBuffer is a bytes.Buffer that a worker may log into while the test
@@ -43,7 +44,7 @@ func TestSweepsRecordTheirLastGoodRound(t *testing.T) {
 	gauges := []string{"ordersvc_idempotency_purge_last_success_timestamp_seconds", "ordersvc_outbox_retention_last_success_timestamp_seconds"}
 	run := func(t *testing.T, broken bool) (*prometheus.Registry, string) {
 		t.Helper()
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		if broken {
 			pool.Close() // every round fails to get a connection
 		}
@@ -57,12 +58,12 @@ func TestSweepsRecordTheirLastGoodRound(t *testing.T) {
 		wg.Go(func() { purger.Run(ctx) })
 		wg.Go(func() { retention.Run(ctx) })
 		defer func() { cancel(); wg.Wait() }()
-		waitFor(t, 30*time.Second, "the first round of both sweeps", func() bool {
+		testkit.WaitFor(t, 30*time.Second, "the first round of both sweeps", func() bool {
 			if broken { // a failed round is logged after the gauge was (not) set
 				l := logs.String()
 				return strings.Contains(l, "msg=\"idempotency purge\"") && strings.Contains(l, "msg=\"outbox retention\"")
 			}
-			return metric(t, reg, gauges[0]) > 0 && metric(t, reg, gauges[1]) > 0
+			return testkit.Metric(t, reg, gauges[0]) > 0 && testkit.Metric(t, reg, gauges[1]) > 0
 		})
 		return reg, logs.String()
 	}
@@ -70,13 +71,13 @@ func TestSweepsRecordTheirLastGoodRound(t *testing.T) {
 	before := float64(time.Now().Unix())
 	reg, _ := run(t, false)
 	for _, g := range gauges {
-		if v := metric(t, reg, g); v < before || v > float64(time.Now().Unix()+1) {
+		if v := testkit.Metric(t, reg, g); v < before || v > float64(time.Now().Unix()+1) {
 			t.Errorf("%s = %v after a good round, want the time of that round (≥ %v)", g, v, before)
 		}
 	}
 	reg, logs := run(t, true)
 	for _, g := range gauges {
-		if v := metric(t, reg, g); v != 0 {
+		if v := testkit.Metric(t, reg, g); v != 0 {
 			t.Errorf("%s = %v after failed rounds, want 0\n%s", g, v, logs)
 		}
 	}

@@ -24,7 +24,7 @@ import (
 func TestBatchMarkIsFencedByClaim(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, unfenced bool) (stolen int) {
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		const n = 5
 		seedEvents(t, pool, n, `{}`)
 		hold := make(chan struct{})
@@ -44,7 +44,7 @@ func TestBatchMarkIsFencedByClaim(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- stale.Deliver(ctx, c1) }()
-		waitFor(t, 10*time.Second, "the stale dispatcher's POSTs in flight", func() bool { return arrived.Load() == n })
+		testkit.WaitFor(t, 10*time.Second, "the stale dispatcher's POSTs in flight", func() bool { return arrived.Load() == n })
 
 		// The claim expires under a dispatcher with a short claim timeout,
 		// whose reaper gives the events back; a new owner claims them. The
@@ -57,7 +57,7 @@ func TestBatchMarkIsFencedByClaim(t *testing.T) {
 			WebhookURL: rcv.srv.URL, BatchSize: n, HTTPTimeout: 30 * time.Second, ClaimTimeout: time.Minute,
 		})
 		reaped := 0
-		waitFor(t, 10*time.Second, "the reaper to give the events back", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "the reaper to give the events back", func() bool {
 			r, err := reaper.Reap(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -74,12 +74,12 @@ func TestBatchMarkIsFencedByClaim(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("stale deliver: %v", err)
 		}
-		st := states(t, pool)
+		st := testkit.OutboxStates(t, pool)
 		t.Logf("after the stale dispatcher's batch mark: %v", st)
 		if err := owner.Deliver(ctx, c2); err != nil {
 			t.Fatalf("owner's deliver: %v", err)
 		}
-		if after := states(t, pool); after["delivered"] != n {
+		if after := testkit.OutboxStates(t, pool); after["delivered"] != n {
 			t.Errorf("after the owner delivered its claim: %v", after)
 		}
 		return st["delivered"]
@@ -123,7 +123,7 @@ func TestDeliveryConcurrencyIsBounded(t *testing.T) {
 	t.Parallel()
 	const bound, events = 4, 40
 	run := func(t *testing.T, concurrency, cohort int) (peak int32) {
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		seedEvents(t, pool, events, `{}`)
 		rcv := newReceiver(t, always(http.StatusNoContent))
 		gate := newCohort(cohort, 10*time.Second)
@@ -146,7 +146,7 @@ func TestDeliveryConcurrencyIsBounded(t *testing.T) {
 		if n, err := d.DispatchOnce(context.Background()); err != nil || n != events {
 			t.Fatalf("dispatch: %d, %v", n, err)
 		}
-		if st := states(t, pool); st["delivered"] != events {
+		if st := testkit.OutboxStates(t, pool); st["delivered"] != events {
 			t.Errorf("states after one batch: %v", st)
 		}
 		acked, dup, _ := rcv.counts()

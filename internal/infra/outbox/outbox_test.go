@@ -149,25 +149,6 @@ func seedEvents(t *testing.T, pool *postgres.Pool, n int, data string) []string 
 	return ids
 }
 
-func states(t *testing.T, pool *postgres.Pool) map[string]int {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT state, count(*) FROM outbox_events GROUP BY state`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[s] = n
-	}
-	return out
-}
-
 // fastConfig is a dispatcher configuration scaled down for tests: short
 // polls and backoffs. Its timeouts stay long, so that no delivery fails and
 // no claim expires for slowness on a busy machine; a test of a timeout sets
@@ -212,8 +193,8 @@ func dispatchRace(t *testing.T, pool *postgres.Pool, rcv *receiver, dispatchers 
 	seedEvents(t, pool, events, `{}`)
 	began := time.Now()
 	stop := start(dispatchers...)
-	waitFor(t, 2*time.Minute, "every event delivered", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state <> 'delivered'`) == 0
+	testkit.WaitFor(t, 2*time.Minute, "every event delivered", func() bool {
+		return testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state <> 'delivered'`) == 0
 	})
 	stop()
 	acked, duplicated, requests = rcv.counts()
@@ -234,7 +215,7 @@ func TestDispatchersDeliverEachEventOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("claimed with SKIP LOCKED", func(t *testing.T) {
 		t.Parallel()
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		rcv := newReceiver(t, always(http.StatusOK))
 		var ds []runner
 		var regs []*prometheus.Registry
@@ -251,18 +232,18 @@ func TestDispatchersDeliverEachEventOnce(t *testing.T) {
 		if duplicated != 0 || requests != 1000 {
 			t.Errorf("%d events delivered more than once, %d requests for 1000 events; want exactly once each", duplicated, requests)
 		}
-		if n := queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE attempts <> 1 OR delivered_at IS NULL`); n != 0 {
+		if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE attempts <> 1 OR delivered_at IS NULL`); n != 0 {
 			t.Errorf("%d events took other than one attempt", n)
 		}
 		var per []string
 		for i, reg := range regs {
-			per = append(per, fmt.Sprintf("dispatcher %d: %.0f", i+1, metric(t, reg, "ordersvc_outbox_delivered_total")))
+			per = append(per, fmt.Sprintf("dispatcher %d: %.0f", i+1, testkit.Metric(t, reg, "ordersvc_outbox_delivered_total")))
 		}
 		t.Logf("deliveries per dispatcher: %s", strings.Join(per, ", "))
 	})
 	t.Run("naive select-then-deliver is caught", func(t *testing.T) {
 		t.Parallel()
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		rcv := newReceiver(t, always(http.StatusOK))
 		var ds []runner
 		for range 3 {
@@ -334,7 +315,7 @@ func (n naiveDispatcher) Run(ctx context.Context) {
 // nothing and records nothing: the claim is past its time.
 func TestReaperRecoversAbandonedClaim(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	rcv := newReceiver(t, always(http.StatusNoContent))
 	ids := seedEvents(t, pool, 10, `{}`)
 	cfg := fastConfig(rcv.srv.URL)
@@ -355,18 +336,18 @@ func TestReaperRecoversAbandonedClaim(t *testing.T) {
 	}
 	began := time.Now()
 	stop := start(survivor)
-	waitFor(t, 30*time.Second, "the abandoned events delivered", func() bool { return states(t, pool)["delivered"] == len(ids) })
+	testkit.WaitFor(t, 30*time.Second, "the abandoned events delivered", func() bool { return testkit.OutboxStates(t, pool)["delivered"] == len(ids) })
 	stop()
 	acked, duplicated, requests := rcv.counts()
 	t.Logf("abandoned claim of %d events: delivered %s after the survivor started; %d acknowledged, %d duplicated, %d requests; reaped %.0f",
-		len(ids), time.Since(began).Round(time.Millisecond), acked, duplicated, requests, metric(t, reg, "ordersvc_outbox_reaped_total"))
+		len(ids), time.Since(began).Round(time.Millisecond), acked, duplicated, requests, testkit.Metric(t, reg, "ordersvc_outbox_reaped_total"))
 	if acked != len(ids) {
 		t.Errorf("%d of %d events reached the receiver", acked, len(ids))
 	}
-	if r := metric(t, reg, "ordersvc_outbox_reaped_total"); r != float64(len(ids)) {
+	if r := testkit.Metric(t, reg, "ordersvc_outbox_reaped_total"); r != float64(len(ids)) {
 		t.Errorf("reaped %v events, want %d", r, len(ids))
 	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE attempts = 2`); n != len(ids) {
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE attempts = 2`); n != len(ids) {
 		t.Errorf("%d events show 2 attempts (the abandoned claim and the delivery), want %d", n, len(ids))
 	}
 
@@ -377,7 +358,7 @@ func TestReaperRecoversAbandonedClaim(t *testing.T) {
 	if _, _, after := rcv.counts(); after != requests {
 		t.Errorf("the stale claim sent %d more requests after it expired", after-requests)
 	}
-	if st := states(t, pool); st["delivered"] != len(ids) {
+	if st := testkit.OutboxStates(t, pool); st["delivered"] != len(ids) {
 		t.Errorf("states after the stale claim resumed: %v", st)
 	}
 	rcv.checkShape(t)
@@ -389,7 +370,7 @@ func TestReaperRecoversAbandonedClaim(t *testing.T) {
 // every event is delivered exactly once.
 func TestBackoffThenDeliveryWhenReceiverReturns(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	var up atomic.Bool
 	rcv := newReceiver(t, func(string, int, map[string]any) int {
 		if up.Load() {
@@ -402,13 +383,13 @@ func TestBackoffThenDeliveryWhenReceiverReturns(t *testing.T) {
 	cfg.BackoffBase, cfg.BackoffMax, cfg.MaxAttempts = 40*time.Millisecond, 320*time.Millisecond, 100
 	d, reg := newDispatcher(t, pool, cfg)
 	stop := start(d)
-	waitFor(t, 20*time.Second, "a few events retried while the receiver is down", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE attempts >= 3`) >= 3
+	testkit.WaitFor(t, 20*time.Second, "a few events retried while the receiver is down", func() bool {
+		return testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE attempts >= 3`) >= 3
 	})
 	_, _, downRequests := rcv.counts()
 	up.Store(true)
-	waitFor(t, 20*time.Second, "every event delivered after the receiver came back", func() bool {
-		return states(t, pool)["delivered"] == len(ids)
+	testkit.WaitFor(t, 20*time.Second, "every event delivered after the receiver came back", func() bool {
+		return testkit.OutboxStates(t, pool)["delivered"] == len(ids)
 	})
 	stop()
 	acked, duplicated, requests := rcv.counts()
@@ -416,7 +397,7 @@ func TestBackoffThenDeliveryWhenReceiverReturns(t *testing.T) {
 	if acked != len(ids) || duplicated != 0 {
 		t.Errorf("%d of %d events acknowledged, %d more than once", acked, len(ids), duplicated)
 	}
-	if f := metric(t, reg, "ordersvc_outbox_failed_total", "kind", "transient"); f != float64(requests-len(ids)) {
+	if f := testkit.Metric(t, reg, "ordersvc_outbox_failed_total", "kind", "transient"); f != float64(requests-len(ids)) {
 		t.Errorf("failed_total{kind=transient} = %v, want %d", f, requests-len(ids))
 	}
 
@@ -460,7 +441,7 @@ func TestWebhookStatusPolicy(t *testing.T) {
 		{408, "dead", 3}, {429, "dead", 3}, {500, "dead", 3}, {502, "dead", 3}, {503, "dead", 3},
 		{hang, "dead", 3},
 	}
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	rcv := newReceiver(t, func(_ string, _ int, data map[string]any) int {
 		return int(data["answer"].(float64))
 	})
@@ -474,8 +455,8 @@ func TestWebhookStatusPolicy(t *testing.T) {
 	cfg.MaxAttempts, cfg.HTTPTimeout, cfg.ClaimTimeout = 3, 3*time.Second, 10*time.Second
 	d, reg := newDispatcher(t, pool, cfg)
 	stop := start(d)
-	waitFor(t, 2*time.Minute, "every event finished", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state IN ('pending', 'claimed')`) == 0
+	testkit.WaitFor(t, 2*time.Minute, "every event finished", func() bool {
+		return testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state IN ('pending', 'claimed')`) == 0
 	})
 	stop()
 	rcv.checkShape(t)
@@ -499,16 +480,16 @@ func TestWebhookStatusPolicy(t *testing.T) {
 		}
 		t.Logf("%-8s -> %s after %d attempt(s); last_error %q", name, state, attempts, lastErr)
 	}
-	if dead := metric(t, reg, "ordersvc_outbox_dead_total"); dead != 14 {
+	if dead := testkit.Metric(t, reg, "ordersvc_outbox_dead_total"); dead != 14 {
 		t.Errorf("dead_total = %v, want 14", dead)
 	}
-	if p := metric(t, reg, "ordersvc_outbox_failed_total", "kind", "permanent"); p != 8 {
+	if p := testkit.Metric(t, reg, "ordersvc_outbox_failed_total", "kind", "permanent"); p != 8 {
 		t.Errorf("failed_total{kind=permanent} = %v, want 8", p)
 	}
 
 	t.Run("connection refused", func(t *testing.T) {
 		t.Parallel()
-		pool := newPool(t)
+		pool := testkit.GuardedPool(t)
 		gone := httptest.NewServer(http.NotFoundHandler())
 		gone.Close()
 		seedEvents(t, pool, 1, `{}`)
@@ -516,7 +497,7 @@ func TestWebhookStatusPolicy(t *testing.T) {
 		cfg.MaxAttempts = 3
 		d, _ := newDispatcher(t, pool, cfg)
 		stop := start(d)
-		waitFor(t, 15*time.Second, "the event dead", func() bool { return states(t, pool)["dead"] == 1 })
+		testkit.WaitFor(t, 15*time.Second, "the event dead", func() bool { return testkit.OutboxStates(t, pool)["dead"] == 1 })
 		stop()
 		var lastErr string
 		var attempts int
@@ -534,14 +515,14 @@ func TestWebhookStatusPolicy(t *testing.T) {
 // makes it deliverable again.
 func TestDeadEventRequeued(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	rcv := newReceiver(t, always(http.StatusInternalServerError))
 	ids := seedEvents(t, pool, 1, `{"sku": "MUG"}`)
 	cfg := fastConfig(rcv.srv.URL)
 	cfg.MaxAttempts = 4
 	d, reg := newDispatcher(t, pool, cfg)
 	stop := start(d)
-	waitFor(t, 15*time.Second, "the event dead", func() bool { return states(t, pool)["dead"] == 1 })
+	testkit.WaitFor(t, 15*time.Second, "the event dead", func() bool { return testkit.OutboxStates(t, pool)["dead"] == 1 })
 	stop()
 	admin := outbox.NewOutboxAdmin(pool)
 	ctx := context.Background()
@@ -552,7 +533,7 @@ func TestDeadEventRequeued(t *testing.T) {
 	if dead[0].ID.String() != ids[0] || dead[0].Attempts != 4 || !strings.Contains(dead[0].LastError, "500") || !strings.Contains(string(dead[0].Data), "MUG") {
 		t.Errorf("dead event: %+v", dead[0])
 	}
-	if m := metric(t, reg, "ordersvc_outbox_dead_total"); m != 1 {
+	if m := testkit.Metric(t, reg, "ordersvc_outbox_dead_total"); m != 1 {
 		t.Errorf("dead_total = %v, want 1", m)
 	}
 	if ok, err := admin.Requeue(ctx, uuid.New()); ok || err != nil {
@@ -563,12 +544,12 @@ func TestDeadEventRequeued(t *testing.T) {
 	if ok, err := admin.Requeue(ctx, dead[0].ID); !ok || err != nil {
 		t.Fatalf("requeue: %v, %v", ok, err)
 	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state = 'pending' AND attempts = 0 AND available_at <= now()`); n != 1 {
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state = 'pending' AND attempts = 0 AND available_at <= now()`); n != 1 {
 		t.Fatalf("requeued event is not pending, untried and due")
 	}
 	d, _ = newDispatcher(t, pool, cfg)
 	stop = start(d)
-	waitFor(t, 15*time.Second, "the requeued event delivered", func() bool { return states(t, pool)["delivered"] == 1 })
+	testkit.WaitFor(t, 15*time.Second, "the requeued event delivered", func() bool { return testkit.OutboxStates(t, pool)["delivered"] == 1 })
 	stop()
 	acked, _, requests := rcv.counts()
 	t.Logf("always-failing receiver: dead after %d attempts; requeued; delivered; %d requests in all, %d acknowledged", cfg.MaxAttempts, requests, acked)
@@ -585,7 +566,7 @@ func TestDeadEventRequeued(t *testing.T) {
 // returns; another dispatcher then delivers all of it.
 func TestShutdownReleasesClaimedBatch(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	rcv := newReceiver(t, always(hang))
 	ids := seedEvents(t, pool, 10, `{}`)
 	cfg := fastConfig(rcv.srv.URL)
@@ -595,7 +576,7 @@ func TestShutdownReleasesClaimedBatch(t *testing.T) {
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	<-rcv.seen // the first POST is in flight
-	if st := states(t, pool); st["claimed"] != len(ids) {
+	if st := testkit.OutboxStates(t, pool); st["claimed"] != len(ids) {
 		t.Fatalf("states with a POST in flight: %v", st)
 	}
 	stopped := time.Now()
@@ -606,14 +587,14 @@ func TestShutdownReleasesClaimedBatch(t *testing.T) {
 		t.Fatal("the dispatcher did not stop within its HTTP timeout")
 	}
 	t.Logf("dispatcher stopped %s after cancel with a POST in flight", time.Since(stopped).Round(time.Microsecond))
-	if n := queryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state = 'pending' AND attempts = 0`); n != len(ids) {
-		t.Errorf("after shutdown %v; want all %d pending with no attempt counted", states(t, pool), len(ids))
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM outbox_events WHERE state = 'pending' AND attempts = 0`); n != len(ids) {
+		t.Errorf("after shutdown %v; want all %d pending with no attempt counted", testkit.OutboxStates(t, pool), len(ids))
 	}
 
 	rcv.setAnswer(always(http.StatusOK))
 	d2, _ := newDispatcher(t, pool, fastConfig(rcv.srv.URL))
 	stop := start(d2)
-	waitFor(t, 15*time.Second, "the released batch delivered", func() bool { return states(t, pool)["delivered"] == len(ids) })
+	testkit.WaitFor(t, 15*time.Second, "the released batch delivered", func() bool { return testkit.OutboxStates(t, pool)["delivered"] == len(ids) })
 	stop()
 	if acked, dup, _ := rcv.counts(); acked != len(ids) || dup != 0 {
 		t.Errorf("%d acknowledged, %d duplicated; want %d once each", acked, dup, len(ids))
@@ -624,16 +605,16 @@ func TestShutdownReleasesClaimedBatch(t *testing.T) {
 // logged and marked delivered.
 func TestNoWebhookMarksDelivered(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	seedEvents(t, pool, 5, `{}`)
 	d, reg := newDispatcher(t, pool, fastConfig(""))
 	if n, err := d.DispatchOnce(context.Background()); n != 5 || err != nil {
 		t.Fatalf("dispatch: %d, %v", n, err)
 	}
-	if st := states(t, pool); st["delivered"] != 5 {
+	if st := testkit.OutboxStates(t, pool); st["delivered"] != 5 {
 		t.Errorf("states: %v", st)
 	}
-	if m := metric(t, reg, "ordersvc_outbox_delivered_total"); m != 5 {
+	if m := testkit.Metric(t, reg, "ordersvc_outbox_delivered_total"); m != 5 {
 		t.Errorf("delivered_total = %v", m)
 	}
 }
@@ -641,9 +622,9 @@ func TestNoWebhookMarksDelivered(t *testing.T) {
 // TestOldestPendingAgeGauge reads the gauge the way a scrape does.
 func TestOldestPendingAgeGauge(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	_, reg := newDispatcher(t, pool, fastConfig(""))
-	if age := metric(t, reg, "ordersvc_outbox_oldest_pending_age_seconds"); age != 0 {
+	if age := testkit.Metric(t, reg, "ordersvc_outbox_oldest_pending_age_seconds"); age != 0 {
 		t.Errorf("age with nothing pending: %v", age)
 	}
 	seedEvents(t, pool, 3, `{}`)
@@ -653,7 +634,7 @@ func TestOldestPendingAgeGauge(t *testing.T) {
 	if _, err := pool.Exec(context.Background(), `UPDATE outbox_events SET state = 'delivered', occurred_at = now() - interval '1 hour' WHERE id = (SELECT id FROM outbox_events ORDER BY id DESC LIMIT 1)`); err != nil {
 		t.Fatal(err)
 	}
-	if age := metric(t, reg, "ordersvc_outbox_oldest_pending_age_seconds"); age < 90 || age > 120 {
+	if age := testkit.Metric(t, reg, "ordersvc_outbox_oldest_pending_age_seconds"); age < 90 || age > 120 {
 		t.Errorf("oldest pending age = %v, want about 90 (a delivered older event does not count)", age)
 	}
 }

@@ -64,7 +64,7 @@ type captured struct {
 // refuses a genuine retry.
 func TestWebhookSignatures(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	var mu sync.Mutex
 	var got []captured
 	fail := true
@@ -89,11 +89,11 @@ func TestWebhookSignatures(t *testing.T) {
 	clock := time.Now().Add(-time.Hour)
 	outbox.SignAt(d, func() time.Time { clock = clock.Add(10 * time.Second); return clock })
 	ctx := context.Background()
-	waitFor(t, 10*time.Second, "the event delivered after one retry", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the event delivered after one retry", func() bool {
 		if _, err := d.DispatchOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
-		return states(t, pool)["delivered"] == 1
+		return testkit.OutboxStates(t, pool)["delivered"] == 1
 	})
 	mu.Lock()
 	defer mu.Unlock()

@@ -22,7 +22,7 @@ import (
 // their backoff and the dead state.
 func TestWebhookErrorTextIsValidUTF8(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	// é is 2 bytes; after one ASCII byte, every odd byte offset falls
 	// inside a character: the body's 200th byte, and the 200th byte of
 	// "receiver answered <status> <body>" for both statuses.

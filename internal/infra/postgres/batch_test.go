@@ -131,7 +131,7 @@ func TestBatchRefusesACallThatIsNotOneStatement(t *testing.T) {
 func TestBatchFailsACallWhoseSecondRunHasOtherArguments(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	q := dbsqlc.New()
 	var kept uuid.UUID
 	err := postgres.SendBatch(ctx, pool, func(db dbsqlc.DBTX) (err error) {
@@ -143,10 +143,10 @@ func TestBatchFailsACallWhoseSecondRunHasOtherArguments(t *testing.T) {
 		t.Fatalf("batch with an id minted inside the call: %v, want ErrBatchArguments", err)
 	}
 	// What the check prevents: the id the call kept is not the one stored.
-	if n := queryInt(t, pool, `SELECT count(*) FROM actors WHERE id = $1`, kept); n != 0 {
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM actors WHERE id = $1`, kept); n != 0 {
 		t.Fatalf("the kept id was stored (%d rows): the runs passed the same id after all", n)
 	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM actors WHERE name = 'Minted'`); n != 1 {
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM actors WHERE name = 'Minted'`); n != 1 {
 		t.Fatalf("%d actors stored by the first run, want 1", n)
 	}
 

@@ -25,7 +25,7 @@ import (
 // (ParseName); this is the backstop for a rule it does not know yet.
 func TestDataExceptionsAreCallerErrors(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	runner := store.NewRunner(pool, testkit.Logger(t), prometheus.NewRegistry(), store.RetryPolicy{MaxAttempts: 2},
 		store.KeyConfig{TTL: time.Hour, Wait: time.Second, LockTimeout: 3 * time.Second})
 	// Rehydration skips validation: exactly what a missing domain rule would let through.
@@ -43,7 +43,7 @@ func TestDataExceptionsAreCallerErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "22021") {
 		t.Errorf("the driver's error is not kept for the log: %v", err)
 	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM products`); n != 0 {
+	if n := testkit.QueryInt(t, pool, `SELECT count(*) FROM products`); n != 0 {
 		t.Errorf("%d products written, want 0", n)
 	}
 }

@@ -50,7 +50,7 @@ type repoBundle struct {
 
 func setup(t testing.TB) *repoBundle {
 	t.Helper()
-	pool := newPool(t)
+	pool := testkit.GuardedPool(t)
 	b := &repoBundle{
 		t: t, ctx: context.Background(), pool: pool,
 		runner: store.NewRunner(pool, testkit.Logger(t), nil, store.RetryPolicy{}, store.KeyConfig{
@@ -100,7 +100,7 @@ func (b *repoBundle) inTx(fn func(ctx context.Context, repos app.Repositories) e
 // queryInt returns one integer from the test's database.
 func (b *repoBundle) queryInt(sql string, args ...any) int {
 	b.t.Helper()
-	return queryInt(b.t, b.pool, sql, args...)
+	return testkit.QueryInt(b.t, b.pool, sql, args...)
 }
 
 // newOrder builds a placed order of the customer from (product, price,

@@ -1,0 +1,86 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+)
+
+// RunLeakChecked is Run, and then fails the package if any goroutine that a
+// dispatcher, purger, pool or HTTP client started has outlived the tests:
+// the TestMain of the infra packages.
+func RunLeakChecked(m *testing.M) int {
+	code := Run(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines outlived the tests:", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// GuardedPool opens a pool on a fresh database (DB), with the service's
+// guards, closed when the test ends.
+func GuardedPool(t testing.TB) *postgres.Pool {
+	t.Helper()
+	pool, err := postgres.NewPool(context.Background(), postgres.PoolConfig{
+		URL: DB(t), MaxConns: 16,
+		StatementTimeout: 15 * time.Second, LockTimeout: 3 * time.Second, IdleInTxTimeout: 30 * time.Second,
+		ConnectTimeout: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// QueryInt returns one integer that sql reads from pool's database.
+func QueryInt(t testing.TB, pool *postgres.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// WaitFor polls cond every 10 ms and fails the test when it is still false
+// after limit.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// OutboxStates counts the outbox events of pool's database by state.
+func OutboxStates(t testing.TB, pool *postgres.Pool) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT state, count(*) FROM outbox_events GROUP BY state`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[s] = n
+	}
+	return out
+}
