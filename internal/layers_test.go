@@ -1,6 +1,8 @@
 // Package internal_test checks that the layers depend inwards only: domain
 // on nothing of ours, app on domain, infra and httpapi on app and domain but
-// not on each other (see the house style's "Shape of the tree").
+// not on each other (see the house style's "Shape of the tree"); and, inside
+// infra, that the roles depend one way (ADR 0024): store, outbox and
+// maintenance on postgres, never the reverse; outbox on maintenance's loop.
 package internal_test
 
 import (
@@ -51,6 +53,14 @@ func deps(t *testing.T, pkg string) []string {
 	return paths
 }
 
+const infra = module + "/internal/infra"
+
+// infraDep is what no infra package may depend on: the HTTP layer and its
+// router.
+func infraDep(dep string) bool {
+	return !strings.HasPrefix(dep, module+"/internal/httpapi") && !strings.HasPrefix(dep, "github.com/go-chi/")
+}
+
 // TestLayers: each layer imports only the layers inside it, and the domain
 // imports no driver, router or serialisation package.
 func TestLayers(t *testing.T) {
@@ -69,8 +79,18 @@ func TestLayers(t *testing.T) {
 		{"internal/httpapi", func(dep string) bool {
 			return !strings.HasPrefix(dep, module+"/internal/infra") && !strings.HasPrefix(dep, "github.com/jackc/")
 		}},
-		{"internal/infra", func(dep string) bool {
-			return !strings.HasPrefix(dep, module+"/internal/httpapi") && !strings.HasPrefix(dep, "github.com/go-chi/")
+		{"internal/infra/postgres", func(dep string) bool {
+			return infraDep(dep) && (!strings.HasPrefix(dep, infra) || dep == infra+"/dbsqlc")
+		}},
+		{"internal/infra/store", func(dep string) bool {
+			return infraDep(dep) && (!strings.HasPrefix(dep, infra) || dep == infra+"/dbsqlc" || dep == infra+"/postgres")
+		}},
+		{"internal/infra/maintenance", func(dep string) bool {
+			return infraDep(dep) && (!strings.HasPrefix(dep, infra) || dep == infra+"/dbsqlc" || dep == infra+"/postgres")
+		}},
+		{"internal/infra/outbox", func(dep string) bool {
+			return infraDep(dep) && (!strings.HasPrefix(dep, infra) || dep == infra+"/dbsqlc" || dep == infra+"/postgres" ||
+				dep == infra+"/maintenance")
 		}},
 		// The test kit's core serves no HTTP: the use-case tests take it
 		// alone; the HTTP part is testkit/httpkit (ADR 0027).

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 // check runs `api check`: it prints every broken invariant or stale derived
-// value that infra.Check finds, one line each, and fails (exit 1) when there
+// value that store.Check finds, one line each, and fails (exit 1) when there
 // is any. When everything holds it prints one line saying what was checked.
 func check(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) != 0 {
@@ -24,7 +24,7 @@ func check(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer pool.Close()
 	start := time.Now()
-	findings, err := infra.Check(ctx, pool, infra.CheckOptions{Retention: c.OutboxRetention})
+	findings, err := store.Check(ctx, pool, store.CheckOptions{Retention: c.OutboxRetention})
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
@@ -36,7 +36,7 @@ func check(ctx context.Context, args []string, getenv func(string) string, stdou
 	if len(findings) > 0 {
 		return fmt.Errorf("check: %d finding(s)", len(findings))
 	}
-	kinds := infra.CheckKinds()
+	kinds := store.CheckKinds()
 	_, err = fmt.Fprintf(stdout, "ok: all %d checks hold (%s) in %s\n", len(kinds), strings.Join(kinds, ", "),
 		time.Since(start).Round(time.Millisecond))
 	return err

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
@@ -180,7 +180,7 @@ var checkCorruptions = map[string]struct {
 // Check knows has its corruption here.
 func TestCheckFindsEachCorruption(t *testing.T) {
 	t.Parallel()
-	for _, kind := range infra.CheckKinds() {
+	for _, kind := range store.CheckKinds() {
 		if _, ok := checkCorruptions[kind]; !ok {
 			t.Errorf("kind %q has no corruption test in checkCorruptions", kind)
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/outbox"
 )
 
 // config is every setting of the service, parsed once from the environment.
@@ -79,7 +79,7 @@ type config struct {
 	BenchDisableIdempotency bool
 
 	// ReadDatabaseURL, when set, is a streaming replica that queries read
-	// when it proves current (infra.ReplicaReader, ADR 0023).
+	// when it proves current (store.ReplicaReader, ADR 0023).
 	ReadDatabaseURL string
 }
 
@@ -115,7 +115,7 @@ var settings = []setting{
 	{"OUTBOX_CONCURRENCY", "16", intInto(1, 256, func(c *config) *int { return &c.OutboxConcurrency })},
 	{"OUTBOX_RETENTION", "168h", durationInto(func(c *config) *time.Duration { return &c.OutboxRetention })},
 	{"OUTBOX_WEBHOOK_SECRET", "", func(c *config, v string) error {
-		keys, err := infra.ParseWebhookSecrets(v)
+		keys, err := outbox.ParseWebhookSecrets(v)
 		if err != nil {
 			// The value is a secret: never repeated in the error.
 			return errSecret{err}

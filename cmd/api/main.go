@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		return actorCreate(ctx, args[2:], getenv, stdout)
 	case "outbox":
-		return outbox(ctx, args[1:], getenv, stdout)
+		return outboxCommand(ctx, args[1:], getenv, stdout)
 	case "check":
 		return check(ctx, args[1:], getenv, stdout)
 	case "seed":

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
 
 const usageMigrate = "usage: api migrate up [--force-contract] | down | status"
@@ -35,15 +35,15 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer pool.Close()
-	sqlDB := stdlib.OpenDBFromPool(pool)
+	sqlDB := stdlib.OpenDBFromPool(pool.Pool)
 	defer sqlDB.Close()
-	p, err := infra.NewMigrator(sqlDB)
+	p, err := postgres.NewMigrator(sqlDB)
 	if err != nil {
 		return err
 	}
 	switch command {
 	case "up":
-		return migrateUp(ctx, p, pool, infra.MigrateOptions{ForceContract: force, Log: newLogger(stdout, c.LogLevel)}, stdout)
+		return migrateUp(ctx, p, pool.Pool, postgres.MigrateOptions{ForceContract: force, Log: newLogger(stdout, c.LogLevel)}, stdout)
 	case "down":
 		return migrateDown(ctx, p, stdout)
 	default:
@@ -66,8 +66,8 @@ func parseMigrate(args []string) (command string, force bool, err error) {
 	return args[0], *forced, nil
 }
 
-func migrateUp(ctx context.Context, p *goose.Provider, pool *pgxpool.Pool, opts infra.MigrateOptions, stdout io.Writer) error {
-	res, err := infra.MigrateUp(ctx, p, pool, opts)
+func migrateUp(ctx context.Context, p *goose.Provider, pool *pgxpool.Pool, opts postgres.MigrateOptions, stdout io.Writer) error {
+	res, err := postgres.MigrateUp(ctx, p, pool, opts)
 	for _, r := range res {
 		fmt.Fprintf(stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(time.Millisecond))
 	}
@@ -87,7 +87,7 @@ func migrateDown(ctx context.Context, p *goose.Provider, stdout io.Writer) error
 
 func migrateStatus(ctx context.Context, p *goose.Provider, stdout io.Writer) error {
 	st, err := p.Status(ctx)
-	s, serr := infra.EmbeddedSchema()
+	s, serr := postgres.EmbeddedSchema()
 	if serr != nil {
 		return serr
 	}

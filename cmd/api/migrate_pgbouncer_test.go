@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
@@ -44,7 +44,7 @@ func TestConcurrentMigrateThroughPgBouncer(t *testing.T) {
 		}
 	}
 
-	schema, err := infra.EmbeddedSchema()
+	schema, err := postgres.EmbeddedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,15 +9,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/outbox"
 )
 
 const outboxUsage = "usage: api outbox dead | api outbox requeue ID|--all"
 
-// outbox runs `api outbox dead` (dead events as JSON lines, oldest id first)
+// outboxCommand runs `api outbox dead` (dead events as JSON lines, oldest id first)
 // and `api outbox requeue ID|--all` (dead events back to pending, attempts
 // reset, due now; prints {"requeued": N}).
-func outbox(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func outboxCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	id, err := parseOutbox(args)
 	if err != nil {
 		return err
@@ -27,7 +27,7 @@ func outbox(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	defer pool.Close()
-	admin := infra.NewOutboxAdmin(pool)
+	admin := outbox.NewOutboxAdmin(pool)
 	if args[0] == "dead" {
 		return outboxDead(ctx, admin, json.NewEncoder(stdout))
 	}
@@ -53,7 +53,7 @@ func parseOutbox(args []string) (uuid.UUID, error) {
 }
 
 // outboxDead prints every dead event, a page at a time.
-func outboxDead(ctx context.Context, admin infra.OutboxAdmin, enc *json.Encoder) error {
+func outboxDead(ctx context.Context, admin outbox.OutboxAdmin, enc *json.Encoder) error {
 	const page = 500
 	after := uuid.Nil
 	for {
@@ -75,7 +75,7 @@ func outboxDead(ctx context.Context, admin infra.OutboxAdmin, enc *json.Encoder)
 
 // outboxRequeue requeues the dead event id, or every dead event when id is
 // uuid.Nil.
-func outboxRequeue(ctx context.Context, admin infra.OutboxAdmin, id uuid.UUID, enc *json.Encoder) error {
+func outboxRequeue(ctx context.Context, admin outbox.OutboxAdmin, id uuid.UUID, enc *json.Encoder) error {
 	var n int64
 	if id == uuid.Nil {
 		var err error

@@ -7,25 +7,25 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ordersvc/ordersvc/internal/app"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 // openPool opens the pool with the configured guards and checks that the
 // database answers, so that a bad DATABASE_URL fails at start with one line.
 // Its connections announce role and the schema this binary was built for in
-// application_name (infra.Schema.Announcement). tp traces its round trips
+// application_name (postgres.Schema.Announcement). tp traces its round trips
 // (serve, with tracing on); nil for none.
-func openPool(ctx context.Context, c config, role string, tp trace.TracerProvider) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context, c config, role string, tp trace.TracerProvider) (*postgres.Pool, error) {
 	pc, err := poolConfig(c, c.DatabaseURL, role, tp)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := infra.NewPool(ctx, pc)
+	pool, err := postgres.NewPool(ctx, pc)
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +43,12 @@ func openPool(ctx context.Context, c config, role string, tp trace.TracerProvide
 // poolConfig is the configuration of a pool to url with the configured
 // guards; its connections announce role and the schema this binary was
 // built for in application_name.
-func poolConfig(c config, url, role string, tp trace.TracerProvider) (infra.PoolConfig, error) {
-	schema, err := infra.EmbeddedSchema()
+func poolConfig(c config, url, role string, tp trace.TracerProvider) (postgres.PoolConfig, error) {
+	schema, err := postgres.EmbeddedSchema()
 	if err != nil {
-		return infra.PoolConfig{}, err
+		return postgres.PoolConfig{}, err
 	}
-	return infra.PoolConfig{
+	return postgres.PoolConfig{
 		ApplicationName:  schema.Announcement(role),
 		URL:              url,
 		MaxConns:         c.DBMaxConns,
@@ -62,7 +62,7 @@ func poolConfig(c config, url, role string, tp trace.TracerProvider) (infra.Pool
 
 // connect is the start of the one-shot commands: the configuration, and a
 // pool for role that the caller closes.
-func connect(ctx context.Context, getenv func(string) string, role string) (config, *pgxpool.Pool, error) {
+func connect(ctx context.Context, getenv func(string) string, role string) (config, *postgres.Pool, error) {
 	c, err := loadConfig(getenv, true)
 	if err != nil {
 		return c, nil, err
@@ -71,8 +71,8 @@ func connect(ctx context.Context, getenv func(string) string, role string) (conf
 	return c, pool, err
 }
 
-func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config) *infra.Runner {
-	return infra.NewRunner(pool, log, reg, infra.RetryPolicy{}, keyConfig(c))
+func newRunner(pool *postgres.Pool, log *slog.Logger, reg prometheus.Registerer, c config) *store.Runner {
+	return store.NewRunner(pool, log, reg, store.RetryPolicy{}, keyConfig(c))
 }
 
 // keyConfig is the idempotency store's configuration. The benchmark switch
@@ -80,8 +80,8 @@ func newRunner(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, 
 // layer and the use cases are unchanged (the header is still required and
 // validated, so every 400 of the contract stays), but no record is claimed
 // or stored, and a retry runs again.
-func keyConfig(c config) infra.KeyConfig {
-	k := infra.KeyConfig{TTL: c.IdempotencyTTL, Wait: c.IdempotencyWait, LockTimeout: c.DBLockTimeout}
+func keyConfig(c config) store.KeyConfig {
+	k := store.KeyConfig{TTL: c.IdempotencyTTL, Wait: c.IdempotencyWait, LockTimeout: c.DBLockTimeout}
 	if c.BenchDisableIdempotency {
 		k.Store = noKeys{}
 	}

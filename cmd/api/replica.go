@@ -11,7 +11,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ordersvc/ordersvc/internal/app"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 // openReader is the queries' reader: a replica-aware reader on a pool of
@@ -19,9 +20,9 @@ import (
 // unset (every read goes to the primary). An unparsable READ_DATABASE_URL stops the
 // start; a replica that does not answer, or is not a replica, only logs a
 // warning: its reads go to the primary until it proves current (ADR 0023).
-func openReader(ctx context.Context, c config, runner *infra.Runner, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (app.Reader, func(), error) {
+func openReader(ctx context.Context, c config, runner *store.Runner, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) (app.Reader, func(), error) {
 	if c.ReadDatabaseURL == "" {
-		return infra.NewReplicaReader(runner, nil, log, reg), func() {}, nil
+		return store.NewReplicaReader(runner, nil, log, reg), func() {}, nil
 	}
 	if _, err := pgxpool.ParseConfig(c.ReadDatabaseURL); err != nil {
 		return nil, nil, fmt.Errorf("READ_DATABASE_URL: %w", err)
@@ -30,11 +31,11 @@ func openReader(ctx context.Context, c config, runner *infra.Runner, log *slog.L
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := infra.NewPool(ctx, pc)
+	pool, err := postgres.NewPool(ctx, pc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("READ_DATABASE_URL: %w", err)
 	}
-	reader := infra.NewReplicaReader(runner, pool, log, reg)
+	reader := store.NewReplicaReader(runner, pool, log, reg)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := reader.CheckReplica(pctx); err != nil {

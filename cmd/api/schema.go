@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ordersvc/ordersvc/internal/httpapi"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
 
 // schemaGate keeps `api serve` from serving a schema older than it needs
@@ -23,7 +23,7 @@ import (
 // `api migrate up` is done. A newer schema (a later expand migration) is
 // fine: the binary needs its own migrations, not the database's newest.
 type schemaGate struct {
-	schema   infra.Schema
+	schema   postgres.Schema
 	db       *sql.DB
 	log      *slog.Logger
 	interval time.Duration
@@ -32,7 +32,7 @@ type schemaGate struct {
 }
 
 func newSchemaGate(pool *pgxpool.Pool, log *slog.Logger, interval time.Duration) (*schemaGate, error) {
-	schema, err := infra.EmbeddedSchema()
+	schema, err := postgres.EmbeddedSchema()
 	if err != nil {
 		return nil, err
 	}

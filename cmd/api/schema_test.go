@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
@@ -25,7 +25,7 @@ func downTo(t *testing.T, url string, v int64) {
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
 	defer sqlDB.Close()
-	p, err := infra.NewMigrator(sqlDB)
+	p, err := postgres.NewMigrator(sqlDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestServeAnnouncesItsSchema(t *testing.T) {
 	t.Parallel()
 	url := testkit.DB(t)
 	startServe(t, url, serveHooks{})
-	schema, err := infra.EmbeddedSchema()
+	schema, err := postgres.EmbeddedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +151,13 @@ func TestServeAnnouncesItsSchema(t *testing.T) {
 		`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, want).Scan(&n); err != nil || n == 0 {
 		t.Errorf("no session announces %q (%v)", want, err)
 	}
-	if v, service := infra.AnnouncedSchema(want); !service || v != schema.Built {
+	if v, service := postgres.AnnouncedSchema(want); !service || v != schema.Built {
 		t.Errorf("AnnouncedSchema(%q) = %d, %v", want, v, service)
 	}
-	if v, service := infra.AnnouncedSchema("ordersvc"); !service || v != 0 {
+	if v, service := postgres.AnnouncedSchema("ordersvc"); !service || v != 0 {
 		t.Errorf("a release before the announcement: %d, %v; want 0, true", v, service)
 	}
-	if _, service := infra.AnnouncedSchema("psql"); service {
+	if _, service := postgres.AnnouncedSchema("psql"); service {
 		t.Error("psql counted as a session of the service")
 	}
 }
@@ -173,7 +173,7 @@ func TestMigrateRefusesAContractWhileOlderBinariesAreConnected(t *testing.T) {
 	url := testkit.DB(t)
 	direct := testkit.Direct(url)
 	getenv := env("DATABASE_URL", direct)
-	schema, err := infra.EmbeddedSchema()
+	schema, err := postgres.EmbeddedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestMigrateRefusesAContractWhileOlderBinariesAreConnected(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = runCmd(t, getenv, "migrate", "up")
-		if err == nil || !errors.Is(err, infra.ErrOlderBinaries) || !strings.Contains(err.Error(), "00008") || !strings.Contains(err.Error(), "--force-contract") {
+		if err == nil || !errors.Is(err, postgres.ErrOlderBinaries) || !strings.Contains(err.Error(), "00008") || !strings.Contains(err.Error(), "--force-contract") {
 			t.Fatalf("round %d: migrate up with an old binary connected: %v; want a refusal naming 00008 and --force-contract", round, err)
 		}
 		out, err := runCmd(t, getenv, "migrate", "status")

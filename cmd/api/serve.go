@@ -13,7 +13,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/httpapi"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 // serve runs `api serve`: the server (server.go) until ctx ends, then its
@@ -55,7 +55,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, li
 // its requests. With METRICS_ADDR set, the API leaves /metrics to the
 // listener of serveMetrics. admit refuses /v1 while the schema is behind
 // (schemaGate).
-func newHandler(runner *infra.Runner, reader app.Reader, ready func(context.Context) error, admit func() error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
+func newHandler(runner *store.Runner, reader app.Reader, ready func(context.Context) error, admit func() error, log *slog.Logger, reg *prometheus.Registry, c config, tp trace.TracerProvider) *httpapi.Server {
 	return httpapi.NewServer(httpapi.Deps{Log: log, Registry: reg, Ready: ready, Admit: admit, App: app.New(app.Deps{Transactor: runner, Reader: reader, Latch: runner}), RequestTimeout: c.RequestTimeout,
 		TracerProvider: tp, MetricsElsewhere: c.MetricsAddr != ""})
 }

@@ -9,12 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ordersvc/ordersvc/internal/httpapi"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 // server is `api serve` (ADR 0027). It owns the pools, the listeners (the
@@ -40,8 +40,8 @@ type server struct {
 	hooks serveHooks
 
 	traces *tracing
-	pool   *pgxpool.Pool
-	runner *infra.Runner
+	pool   *postgres.Pool
+	runner *store.Runner
 	reg    *prometheus.Registry
 	gate   *schemaGate
 	conns  *connTracker
@@ -80,13 +80,13 @@ func newServer(ctx context.Context, c config, log *slog.Logger, h serveHooks) (_
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), build.collector())
 	s.reg.MustRegister(h.collectors...)
 	s.runner = newRunner(s.pool, log, s.reg, c)
-	infra.RegisterPoolMetrics(s.reg, s.pool)
+	postgres.RegisterPoolMetrics(s.reg, s.pool)
 	reader, closeReplica, err := openReader(ctx, c, s.runner, log, s.reg, s.traces.provider())
 	if err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, closeReplica)
-	if s.gate, err = newSchemaGate(s.pool, log, time.Second); err != nil {
+	if s.gate, err = newSchemaGate(s.pool.Pool, log, time.Second); err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, func() { _ = s.gate.db.Close() })

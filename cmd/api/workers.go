@@ -5,11 +5,12 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/maintenance"
+	"github.com/ordersvc/ordersvc/internal/infra/outbox"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
 
 // runsDispatcher says whether this process delivers outbox events: only
@@ -19,8 +20,8 @@ import (
 func runsDispatcher(c config) bool { return c.OutboxWebhookURL != "" || c.OutboxLogOnly }
 
 // outboxConfig maps the OUTBOX_* settings onto the dispatcher's.
-func outboxConfig(c config) infra.OutboxConfig {
-	return infra.OutboxConfig{
+func outboxConfig(c config) outbox.OutboxConfig {
+	return outbox.OutboxConfig{
 		WebhookURL:   c.OutboxWebhookURL,
 		PollInterval: c.OutboxPollInterval,
 		BatchSize:    c.OutboxBatchSize,
@@ -39,12 +40,12 @@ func outboxConfig(c config) infra.OutboxConfig {
 // idempotency purge and the outbox retention, and returns a channel closed when all of them have
 // stopped. They stop when ctx ends; the dispatcher first releases the events
 // it holds. tp, when not nil, traces each delivery.
-func startWorkers(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer, c config, tp trace.TracerProvider) <-chan struct{} {
+func startWorkers(ctx context.Context, pool *postgres.Pool, log *slog.Logger, reg prometheus.Registerer, c config, tp trace.TracerProvider) <-chan struct{} {
 	oc := outboxConfig(c)
 	oc.TracerProvider = tp
-	dispatcher := infra.NewDispatcher(pool, log, reg, oc)
-	purger := infra.NewPurger(pool, log, reg, infra.PurgeConfig{Interval: c.CleanupInterval})
-	retention := infra.NewOutboxRetention(pool, log, reg, infra.RetentionConfig{Retention: c.OutboxRetention, Interval: c.CleanupInterval})
+	dispatcher := outbox.NewDispatcher(pool, log, reg, oc)
+	purger := maintenance.NewPurger(pool, log, reg, maintenance.PurgeConfig{Interval: c.CleanupInterval})
+	retention := maintenance.NewOutboxRetention(pool, log, reg, maintenance.RetentionConfig{Retention: c.OutboxRetention, Interval: c.CleanupInterval})
 	var wg sync.WaitGroup
 	if runsDispatcher(c) {
 		wg.Go(func() { dispatcher.Run(ctx) })

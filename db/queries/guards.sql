@@ -11,7 +11,7 @@ SELECT set_config('statement_timeout', @statement_timeout::text, true),
 -- name: SessionsByApplication :many
 -- The other sessions on this database by application_name: `api migrate up`
 -- refuses a contract migration while any of them announces an older schema
--- (infra.OlderSessions).
+-- (postgres.OlderSessions).
 SELECT coalesce(application_name, '')::text AS application_name, count(*)::bigint AS sessions
 FROM pg_catalog.pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid()

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/outbox"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
@@ -67,11 +67,11 @@ func deliver(t *testing.T, serviceSecrets string, receiverSecrets []string, n in
 		w.WriteHeader(rec.Code)
 	}))
 	defer srv.Close()
-	secrets, err := infra.ParseWebhookSecrets(serviceSecrets)
+	secrets, err := outbox.ParseWebhookSecrets(serviceSecrets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := infra.NewDispatcher(e.Pool, testkit.Logger(t), nil, infra.OutboxConfig{WebhookURL: srv.URL, Secrets: secrets, MaxAttempts: 1})
+	d := outbox.NewDispatcher(e.Pool, testkit.Logger(t), nil, outbox.OutboxConfig{WebhookURL: srv.URL, Secrets: secrets, MaxAttempts: 1})
 	if _, err := d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}

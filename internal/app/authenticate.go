@@ -99,6 +99,8 @@ func (h Authenticate) Confirm(ctx context.Context) error {
 	return c.Settle(p, true)
 }
 
+// FAST PATH (docs/fast-path.md #6): the token check in band.
+//
 // AuthCheck is a request's token check that has yet to reach the database:
 // the actor came from the cache, and the token's row and the actor's active
 // flag must be read by the request's first round trip. The repositories'
@@ -171,6 +173,8 @@ func (c *AuthCheck) Recheck() {
 // Refused says whether the check failed.
 func (c *AuthCheck) Refused() bool { return c.state.Load() == checkRefused }
 
+// FAST PATH (docs/fast-path.md #6): the token cache.
+//
 // TokenCache remembers which actor and role a token hash belongs to. Both
 // never change: a token is made for one actor, and no operation changes a
 // role. It never remembers whether the token still exists or its actor is

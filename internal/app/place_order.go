@@ -40,7 +40,7 @@ import (
 // The locks and the writes go through repos.Placement(), whose statements
 // are those of the actor, stock and order repositories in this order; the
 // service sends steps 1 and 2 in one round trip and step 4 in another
-// (internal/infra/placement.go).
+// (internal/infra/store/placement.go).
 //
 // Codes: forbidden (not a customer), unauthenticated (the customer was
 // deactivated), validation_failed (unknown product), insufficient_stock,

@@ -103,7 +103,7 @@ type StockRepo interface {
 // exactly those of the repository methods named below, in the same order, so
 // it takes the same locks in the same global order and reads and writes the
 // same rows whichever way an implementation sends them: one call at a time,
-// or pipelined in two round trips (internal/infra/placement.go).
+// or pipelined in two round trips (internal/infra/store/placement.go).
 type PlacementStore interface {
 	// LockForPlacement runs ActorRepo.LockForOrder (the customer's row lock
 	// first) and StockRepo.LockRows (the stock rows' locks, by product

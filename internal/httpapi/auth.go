@@ -52,6 +52,9 @@ func (g *authGate) recoverPanic() {
 	g.s.writeProblem(g, g.r, problem(domain.CodeInternal, "an internal error occurred"))
 }
 
+// FAST PATH (docs/fast-path.md #6): a request that sent no statement
+// confirms its token check before it answers.
+//
 // authGate holds a response back until the request's token check is
 // settled (app.AuthCheck). The check normally rides in front of the
 // request's first statement; a request that answers without sending one (a

@@ -10,14 +10,14 @@ import (
 	"testing"
 
 	"github.com/ordersvc/ordersvc/internal/app"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestPlacementPathsWriteIdenticalRows: the pipelined placement (the
 // production path, the repositories' Placement()) and the stepwise one
-// (infra.StepwisePlacement, built from the other repositories) leave the
+// (store.StepwisePlacement, built from the other repositories) leave the
 // same rows behind for the same requests: orders, lines with their prices,
 // stock levels and their versions, untouched product versions, events, and
 // nothing at all for a refused order.
@@ -25,7 +25,7 @@ func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 	t.Parallel()
 	pipelined := httpkit.New(t)
 	stepwise := httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-		return testkit.Override{Inner: inner, Placement: infra.StepwisePlacement}
+		return testkit.Override{Inner: inner, Placement: store.StepwisePlacement}
 	}})
 	for name, c := range map[string]struct {
 		e    *httpkit.Env
@@ -33,7 +33,7 @@ func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 	}{"pipelined": {pipelined, false}, "stepwise": {stepwise, true}} {
 		err := c.e.App.PlaceOrder.Transactor.InTx(context.Background(), app.ReadCommitted, func(_ context.Context, tx app.Repositories) error {
 			got := tx.Placement()
-			if isStepwise := reflect.TypeOf(got) == reflect.TypeOf(infra.StepwisePlacement(tx)); isStepwise != c.want {
+			if isStepwise := reflect.TypeOf(got) == reflect.TypeOf(store.StepwisePlacement(tx)); isStepwise != c.want {
 				t.Errorf("%s: the placement store is %T, stepwise %v, want %v", name, got, isStepwise, c.want)
 			}
 			return nil

@@ -39,7 +39,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ordersvc/ordersvc/db"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
 
 // DefaultImage is the PostgreSQL image testcontainers starts unless
@@ -247,7 +247,7 @@ func migrate(ctx context.Context, url string) error {
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
 	defer sqlDB.Close()
-	p, err := infra.NewMigrator(sqlDB)
+	p, err := postgres.NewMigrator(sqlDB)
 	if err != nil {
 		return err
 	}

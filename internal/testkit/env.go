@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersvc/ordersvc/internal/app"
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 // Env is the service's core, in process: a database of its own, the pgx
@@ -21,8 +21,8 @@ import (
 type Env struct {
 	T        testing.TB
 	URL      string // database
-	Pool     *pgxpool.Pool
-	Runner   *infra.Runner
+	Pool     *postgres.Pool
+	Runner   *store.Runner
 	App      app.UseCases // as the service wires them (Options.Wrap applied)
 	Registry *prometheus.Registry
 	Log      *slog.Logger // the service's, into the test's output (Logger)
@@ -77,7 +77,7 @@ type ReplicaReads int
 const (
 	// NoReplica: every read goes to the primary (READ_DATABASE_URL unset).
 	NoReplica ReplicaReads = iota
-	// ReplicaWhenCurrent: the service's reader (infra.ReplicaReader).
+	// ReplicaWhenCurrent: the service's reader (store.ReplicaReader).
 	ReplicaWhenCurrent
 	// PlainReplicaReads is the naive variant: every query and every token
 	// check reads the replica, whatever its lag.
@@ -115,7 +115,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	ctx := context.Background()
 	lockTimeout := o.LockTimeout
 	hooks := &Hooks{}
-	pool, err := infra.NewPool(ctx, infra.PoolConfig{
+	pool, err := postgres.NewPool(ctx, postgres.PoolConfig{
 		URL: url, MaxConns: o.MaxConns,
 		StatementTimeout: 15 * time.Second, LockTimeout: lockTimeout, IdleInTxTimeout: 30 * time.Second,
 		ConnectTimeout: 3 * time.Second, Tracer: hooks,
@@ -126,7 +126,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	t.Cleanup(pool.Close)
 	log := Logger(t)
 	reg := prometheus.NewRegistry()
-	runner := infra.NewRunner(pool, log, reg, infra.RetryPolicy{MaxAttempts: 10}, infra.KeyConfig{
+	runner := store.NewRunner(pool, log, reg, store.RetryPolicy{MaxAttempts: 10}, store.KeyConfig{
 		TTL: o.KeyTTL, Wait: o.KeyWait, LockTimeout: lockTimeout,
 	})
 	var transactor app.Transactor = runner
@@ -142,7 +142,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	}
 	var reader app.Reader = runner
 	var standby *Standby
-	var plainReplica *infra.Runner
+	var plainReplica *store.Runner
 	if o.ReplicaReads != NoReplica {
 		replicaURL := o.ReadReplicaURL
 		if replicaURL == "" {
@@ -150,7 +150,7 @@ func New(t testing.TB, opts ...Options) *Env {
 			standby.acquire(t)
 			replicaURL = standby.URL(databaseName(url))
 		}
-		replica, err := infra.NewPool(ctx, infra.PoolConfig{
+		replica, err := postgres.NewPool(ctx, postgres.PoolConfig{
 			URL: replicaURL, MaxConns: o.MaxConns,
 			StatementTimeout: 15 * time.Second, LockTimeout: lockTimeout, IdleInTxTimeout: 30 * time.Second,
 			ConnectTimeout: 3 * time.Second,
@@ -160,10 +160,10 @@ func New(t testing.TB, opts ...Options) *Env {
 		}
 		t.Cleanup(replica.Close)
 		if o.ReplicaReads == PlainReplicaReads {
-			plainReplica = infra.NewRunner(replica, log, nil, infra.RetryPolicy{}, infra.KeyConfig{})
+			plainReplica = store.NewRunner(replica, log, nil, store.RetryPolicy{}, store.KeyConfig{})
 			reader = plainReplica
 		} else {
-			reader = infra.NewReplicaReader(runner, replica, log, reg)
+			reader = store.NewReplicaReader(runner, replica, log, reg)
 		}
 	}
 	uc := app.New(app.Deps{Transactor: transactor, Reader: reader, Latch: latch})
@@ -258,7 +258,7 @@ func Metric(t testing.TB, reg *prometheus.Registry, name string, labels ...strin
 	return sum
 }
 
-// Check runs what `api check` runs (infra.Check) on the test's database and
+// Check runs what `api check` runs (store.Check) on the test's database and
 // fails the test with one line per finding: every invariant and derived
 // value must hold.
 func (e *Env) Check() {
@@ -270,9 +270,9 @@ func (e *Env) Check() {
 
 // Findings returns what `api check` finds on the test's database, for a
 // test that expects some.
-func (e *Env) Findings() []infra.Finding {
+func (e *Env) Findings() []store.Finding {
 	e.T.Helper()
-	findings, err := infra.Check(context.Background(), e.Pool, infra.CheckOptions{})
+	findings, err := store.Check(context.Background(), e.Pool, store.CheckOptions{})
 	if err != nil {
 		e.T.Fatalf("api check: %v", err)
 	}

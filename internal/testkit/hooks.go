@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ordersvc/ordersvc/internal/infra"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
 
 // Where a stop holds a connection, relative to its statement.
@@ -147,7 +147,7 @@ func (h *Hooks) record(names []string) {
 
 // TraceQueryStart stops before a statement sent on its own.
 func (h *Hooks) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	name := infra.StatementName(data.SQL)
+	name := postgres.StatementName(data.SQL)
 	h.record([]string{name})
 	h.reach(Before, name)
 	return context.WithValue(ctx, nameKey{}, name)
@@ -164,7 +164,7 @@ func (h *Hooks) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQu
 func (h *Hooks) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
 	names := make([]string, 0, len(data.Batch.QueuedQueries))
 	for _, q := range data.Batch.QueuedQueries {
-		names = append(names, infra.StatementName(q.SQL))
+		names = append(names, postgres.StatementName(q.SQL))
 	}
 	h.record(names)
 	h.reach(Before, names...)
@@ -174,7 +174,7 @@ func (h *Hooks) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.Trace
 // TraceBatchQuery stops after a batched statement's result was read.
 func (h *Hooks) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
 	if data.Err == nil {
-		h.reach(After, infra.StatementName(data.SQL))
+		h.reach(After, postgres.StatementName(data.SQL))
 	}
 }
 

@@ -349,7 +349,7 @@ func (s *Standby) query(ctx context.Context, t testing.TB, sql string, dest ...a
 
 // walPosition reads a WAL position and a page size with sql on the server
 // at u. An insert position just past a page header is taken as the page
-// start, where the last record ended (see infra.ReplicaReader's fence).
+// start, where the last record ended (see store.ReplicaReader and postgres.Pool.WALFence).
 func walPosition(ctx context.Context, t testing.TB, u, sql string) int64 {
 	t.Helper()
 	conn, err := pgx.Connect(ctx, u)

@@ -13,7 +13,7 @@ import (
 //
 // Order placement runs through the repositories' placement store, the
 // pipelined path that production runs, whatever else is overridden:
-// Placement replaces it (a naive placement, or infra.StepwisePlacement for
+// Placement replaces it (a naive placement, or store.StepwisePlacement for
 // the plain path), and without it the real one runs. The Products, Actors
 // and Orders overrides apply to the other use cases.
 type Override struct {

@@ -38,7 +38,7 @@ type CheckBalancesOverLimitRow struct {
 	CreditLimitCents int64
 }
 
-// `api check` (infra.Check): one statement per kind of finding, each
+// `api check` (store.Check): one statement per kind of finding, each
 // returning the rows that break its rule, so that each comparison sees one
 // snapshot and no write committing meanwhile can make it report a
 // difference that never was. They read whole tables, by design: an

@@ -45,7 +45,7 @@ type SessionsByApplicationRow struct {
 
 // The other sessions on this database by application_name: `api migrate up`
 // refuses a contract migration while any of them announces an older schema
-// (infra.OlderSessions).
+// (postgres.OlderSessions).
 func (q *Queries) SessionsByApplication(ctx context.Context, db DBTX) ([]SessionsByApplicationRow, error) {
 	rows, err := db.Query(ctx, sessionsByApplication)
 	if err != nil {

@@ -1,0 +1,270 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+)
+
+// DB is what statements run on: a generated method's DBTX that can also
+// send a pgx.Batch, several statements in one network round trip.
+type DB interface {
+	dbsqlc.DBTX
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Conn is what the repositories are bound to: a transaction (Runner.InTx)
+// or the pool (Pool.Conn), which can also defer a write to COMMIT.
+type Conn interface {
+	DB
+	// AtCommit sends call's statement with COMMIT, in the same round trip,
+	// when the connection is a transaction: its error then fails the
+	// commit. Outside a transaction it runs call at once and returns its
+	// error. call makes one generated call whose only result is its error
+	// (see Batch).
+	AtCommit(call func(db dbsqlc.DBTX) error) error
+}
+
+var (
+	_ DB   = (*pgxpool.Pool)(nil)
+	_ DB   = (*pgxpool.Conn)(nil)
+	_ Conn = (*pipe)(nil)
+)
+
+// FAST PATH (docs/fast-path.md #1, #2): BEGIN with the first statement,
+// the guards in front of it, deferred writes with COMMIT.
+//
+// pipe is where a use case's statements go: one transaction on a pooled
+// connection (Runner.InTx) or the pool itself (Pool.Conn). It saves the
+// round trips that bookkeeping statements would cost on their own:
+//   - BEGIN is not sent alone: it goes out with the transaction's first
+//     statement or batch, and so do the pool's guard timeouts (GuardsSet,
+//     local to the transaction); outside a transaction the guards go in
+//     front of every statement, in the implicit transaction that a
+//     pipeline up to its Sync is;
+//   - the request's pending token check (app.AuthCheck) goes out in front of
+//     its first statement, and a refused check fails that statement;
+//   - on a replica, the replay position that proves the read current goes
+//     out in front of its first statement (replicaFence);
+//   - statements queued with AtCommit go out with COMMIT.
+//
+// The server runs exactly the statements it would otherwise, in the same
+// order; only the network exchanges are fewer. A batch stops at its first
+// error (the server skips the rest up to the Sync), so a failure anywhere
+// still aborts the whole transaction.
+type pipe struct {
+	db DB
+	// begin is the BEGIN statement of a transaction while it is unsent.
+	begin string
+	// begun is set once BEGIN went out: a failure then needs a ROLLBACK.
+	begun bool
+	// guards, when not nil, go out with BEGIN, or in front of each
+	// statement outside a transaction.
+	guards *guards
+	// deferred are sent with COMMIT, in order; their errors fail the commit.
+	deferred Batch
+	// syncRep and pg, on a transaction of a Pool that watches them, turn a
+	// COMMIT whose wait for a synchronous standby was cancelled into
+	// errSyncRepCancelled (syncrep.go).
+	syncRep *syncRepWatch
+	pg      *pgconn.PgConn
+	// fence, when not nil, makes the pipe a replica read's (ReplicaReader):
+	// the replica's replay position goes out in front of the first
+	// statement, and a replica behind the fence fails it. Such a pipe never
+	// carries the request's token check: a replica may not have the
+	// deactivation yet.
+	fence *replicaFence
+}
+
+// queries runs the generated statements (dbsqlc.Queries holds no state).
+var queries = dbsqlc.New()
+
+func newTxPipe(conn *pgxpool.Conn, pool *Pool, opts pgx.TxOptions) *pipe {
+	begin := "begin isolation level read committed"
+	if opts.IsoLevel == pgx.Serializable {
+		begin = "begin isolation level serializable"
+	}
+	t := &pipe{db: conn, begin: begin, guards: pool.guards}
+	if pool.syncRep != nil {
+		t.syncRep, t.pg = pool.syncRep, conn.Conn().PgConn()
+	}
+	return t
+}
+
+// newPoolPipe runs each statement on its own on the pool, with the pool's
+// guards.
+func newPoolPipe(pool *Pool) *pipe {
+	return &pipe{db: pool.Pool, guards: pool.guards}
+}
+
+// inTx says whether the pipe is a transaction.
+func (t *pipe) inTx() bool { return t.begin != "" || t.begun }
+
+// SendBatch sends b, preceded by what must go first (BEGIN, the guards,
+// the token check) in the same round trip. The results the caller reads
+// are b's own.
+func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	check := t.authCheck(ctx)
+	began := t.begin != ""
+	guarded := t.guards != nil && (began || !t.begun)
+	fenced := t.fence != nil && !t.fence.sent
+	if !began && !guarded && check == nil && !fenced {
+		return t.db.SendBatch(ctx, b)
+	}
+	var first Batch
+	if began {
+		begin := t.begin
+		first.Add(func(db dbsqlc.DBTX) error {
+			_, err := db.Exec(ctx, begin)
+			return err
+		})
+		t.begin, t.begun = "", true
+	}
+	if guarded {
+		first.Add(func(db dbsqlc.DBTX) error { return OwnSetting(queries.GuardsSet(ctx, db, t.guards.params)) })
+	}
+	if check != nil {
+		first.Add(func(db dbsqlc.DBTX) error { return settle(ctx, db, check) })
+	}
+	if fenced {
+		t.fence.sent = true
+		first.Add(func(db dbsqlc.DBTX) error { return t.fence.check(ctx, db) })
+	}
+	br := t.db.SendBatch(ctx, &pgx.Batch{QueuedQueries: append(first.QueuedQueries, b.QueuedQueries...)})
+	// A failed BEGIN fails every later read too: pgx keeps the error and
+	// answers every read and Close with it.
+	if err := firstErr(first.err, first.read(br)); err != nil {
+		return failedBatch{br: br, err: err}
+	}
+	return br
+}
+
+// FAST PATH (docs/fast-path.md #6): the token check in band.
+//
+// settle runs the token lookup of the request's check (ActorByTokenHash)
+// and settles the check with it.
+func settle(ctx context.Context, db dbsqlc.DBTX, check *app.AuthCheck) error {
+	row, err := queries.ActorByTokenHash(ctx, db, check.TokenHash())
+	if IsNoRows(err) {
+		return check.Settle(app.Principal{}, false)
+	}
+	if err != nil {
+		return err // the database did not answer; the check stays pending
+	}
+	role, err := domain.ParseRole(row.Role)
+	if err != nil {
+		return err
+	}
+	return check.Settle(app.Principal{ID: row.ID, Role: role, Active: row.Active}, true)
+}
+
+// authCheck is the token check to send in front of the next statement:
+// the request's pending one, never on a replica.
+func (t *pipe) authCheck(ctx context.Context) *app.AuthCheck {
+	if t.fence != nil {
+		return nil
+	}
+	return app.PendingAuthCheck(ctx)
+}
+
+func (t *pipe) direct(ctx context.Context) bool {
+	return t.begin == "" && (t.guards == nil || t.begun) && t.authCheck(ctx) == nil && (t.fence == nil || t.fence.sent)
+}
+
+func (t *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.direct(ctx) {
+		return t.db.Exec(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := t.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	return tag, firstErr(err, br.Close())
+}
+
+func (t *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.direct(ctx) {
+		return t.db.Query(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := t.SendBatch(ctx, b)
+	rows, err := br.Query()
+	if err != nil {
+		return rows, firstErr(err, br.Close())
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (t *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.direct(ctx) {
+		return t.db.QueryRow(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	return batchRow{br: t.SendBatch(ctx, b)}
+}
+
+// FAST PATH (docs/fast-path.md #1, #8): writes sent with COMMIT.
+//
+// AtCommit implements Conn: in a transaction, call is queued to go out
+// with COMMIT (see Batch); outside one it runs now.
+func (t *pipe) AtCommit(call func(db dbsqlc.DBTX) error) error {
+	if !t.inTx() {
+		return call(t)
+	}
+	t.deferred.Add(call)
+	return nil
+}
+
+// commit sends the deferred statements and COMMIT in one round trip. A
+// request's pending token check goes with them (SendBatch), so a refused
+// check fails the commit; a transaction that sent nothing still sends the
+// check, with BEGIN and COMMIT, rather than answer on the cache's word.
+func (t *pipe) commit(ctx context.Context) (err error) {
+	if t.begin != "" && t.deferred.Len() == 0 && app.PendingAuthCheck(ctx) == nil {
+		return nil // nothing was ever sent and nothing is to be checked: there is no transaction
+	}
+	if t.syncRep != nil {
+		// A cancelled wait for a synchronous standby comes back as a
+		// successful COMMIT with a warning (syncrep.go).
+		check := t.syncRep.check(t.pg)
+		defer func() { err = firstErr(err, check()) }()
+	}
+	b := t.deferred
+	t.deferred = Batch{}
+	var tag pgconn.CommandTag
+	b.Add(func(db dbsqlc.DBTX) (err error) {
+		tag, err = db.Exec(ctx, "commit")
+		return err
+	})
+	if err := b.Send(ctx, t); err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		// The transaction had failed before and the failure was ignored.
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// rollback ends a transaction that failed. A connection left broken or
+// inside a transaction is destroyed by the pool on release, never reused.
+func (t *pipe) rollback(ctx context.Context) {
+	if t.begun {
+		_, _ = t.db.Exec(ctx, "rollback")
+	}
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,80 @@
+// Package store holds the repositories (app.Repositories): one file per
+// table, each repository a thin mapping between the domain and the
+// generated sqlc calls, bound to one connection of internal/infra/postgres
+// (a transaction or the pool). It also holds the use-case runner (Runner:
+// app.Transactor and app.Reader), the placement's batched statements, the
+// idempotency key store with its in-process latch, and `api check`'s
+// queries. It imports postgres; postgres never imports it (ADR 0024).
+package store
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+)
+
+// repositories binds the repositories (app.Repositories) to one transaction,
+// or to the pool: every repository of a use case runs its sqlc queries on
+// the same pipe. Each repository has the file of its table's queries:
+// db/queries/products.sql → products_repo.go, and so on; placement.go
+// batches the statements of a placement across actors, stock and orders
+// (placement_stepwise.go is the same statements one call at a time).
+type repositories struct {
+	db   postgres.Conn
+	q    *dbsqlc.Queries
+	keys KeyConfig
+}
+
+var _ app.Repositories = (*repositories)(nil)
+
+func (s *repositories) Products() app.ProductRepo     { return productRepo{s} }
+func (s *repositories) Stock() app.StockRepo          { return stockRepo{s} }
+func (s *repositories) Orders() app.OrderRepo         { return orderRepo{s} }
+func (s *repositories) Actors() app.ActorRepo         { return actorRepo{s} }
+func (s *repositories) Placement() app.PlacementStore { return placementRepo{s} }
+func (s *repositories) Keys() app.KeyStore {
+	if s.keys.Store != nil {
+		return s.keys.Store
+	}
+	return keyStore{s}
+}
+func (s *repositories) Outbox() app.OutboxRepo { return outboxRepo{s} }
+
+// Conn is the transaction (or pool) the repositories run on. Tests use it to
+// put a deliberately naive repository in the same transaction.
+func (s *repositories) Conn() dbsqlc.DBTX { return s.db }
+
+// maxUUID is the cursor of a first page: every id sorts before it.
+var maxUUID = uuid.Max
+
+func before(p app.Page) uuid.UUID {
+	if p.Before == uuid.Nil {
+		return maxUUID
+	}
+	return p.Before
+}
+
+// wrap translates a repository's error (postgres.Translate) and names the
+// operation it came from ("orders.add_payment: …"), unless it is an outcome
+// the domain defines (not found, a version conflict, a refusal with a
+// code), which the use cases compare and map as they are. errors.Is and
+// errors.As still see through the name.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = postgres.Translate(err)
+	if isDomainOutcome(err) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// isDomainOutcome says whether err is one of the domain's own outcomes (it
+// carries a domain code), which a repository returns unwrapped.
+func isDomainOutcome(err error) bool { return domain.ErrorCode(err) != "" }

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
+)
+
+// RetryPolicy bounds the whole-transaction retries on 40001/40P01.
+type RetryPolicy = postgres.RetryPolicy
+
+// Runner implements app.Transactor and app.Reader on a pool: it runs each
+// use case's transaction through postgres.Runner (begin, retry, commit)
+// and binds the repositories to it.
+type Runner struct {
+	tx    *postgres.Runner
+	keys  KeyConfig
+	q     *dbsqlc.Queries
+	latch *keyLatch
+}
+
+// NewRunner returns a use-case runner on pool. Its metrics are registered
+// on reg.
+func NewRunner(pool *postgres.Pool, log *slog.Logger, reg prometheus.Registerer, retry RetryPolicy, keys KeyConfig) *Runner {
+	return &Runner{
+		tx: postgres.NewRunner(pool, log, reg, retry), keys: keys, q: dbsqlc.New(),
+		latch: newKeyLatch(reg),
+	}
+}
+
+// Tx is the transaction runner underneath (tests reach its naive variants
+// through it).
+func (r *Runner) Tx() *postgres.Runner { return r.tx }
+
+// FAST PATH (docs/fast-path.md #9): the key latch.
+//
+// LatchKey implements app.KeyLatch: the requests of this process that carry
+// the same key wait for each other here, without a connection, for at most
+// IDEMPOTENCY_WAIT (see keyLatch).
+func (r *Runner) LatchKey(ctx context.Context, k app.Key) (context.Context, func(), error) {
+	return r.latch.acquire(ctx, k, r.keys.Wait)
+}
+
+// InTx implements app.Transactor: fn runs in one transaction, run again
+// whole on a serialization failure or deadlock (postgres.Runner.InTx).
+func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
+	return r.tx.InTx(ctx, iso, func(ctx context.Context, tx postgres.Conn) error {
+		return fn(ctx, r.bind(tx))
+	})
+}
+
+// WithoutTx returns repositories that run each statement on the pool, in no
+// explicit transaction.
+func (r *Runner) WithoutTx() app.Repositories { return r.bind(r.tx.Pool().Conn()) }
+
+func (r *Runner) bind(db postgres.Conn) *repositories {
+	return &repositories{db: db, q: r.q, keys: r.keys}
+}
+
+// Ping checks that the database answers.
+func (r *Runner) Ping(ctx context.Context) error { return r.tx.Ping(ctx) }
