@@ -7,7 +7,9 @@
 // returns. Commands that take an idempotency key may also return
 // idempotency_key_reused, idempotency_in_progress and unavailable
 // (execute), and every use case unauthenticated when its caller's token was
-// revoked in between.
+// revoked in between. The request's token check (AuthCheck) is a value
+// every use case is given, Call.Auth for a command and an auth argument for
+// a query, and passes on to the connection its statements go out on.
 //
 // The package owns the transaction boundary (Transactor, ports.go) but not
 // its implementation (internal/infra). UseCases gathers every use case.

@@ -19,8 +19,12 @@ import (
 // and role a token hash belongs to, facts that never change. When it knows
 // them, the read is not a round trip of its own: it goes out in front of the
 // request's first statement, in the same round trip (AuthCheck), and the
-// request fails unless it passes. A request that would answer without any
-// statement confirms first (Confirm). See docs/adr/0005.
+// request fails unless it passes. The check is a value the caller passes
+// on: in Call.Auth to a command, as an argument to a query, and from there
+// to the connection the repositories are bound to (Transactor.InTx,
+// Transactor.WithoutTx, Reader.Read), which sends it; it never rides in a
+// context. A request that would answer without any statement confirms
+// first (Confirm). See docs/adr/0005.
 //
 // A request that waits (on an idempotency key, in this process or in the
 // database, or before retrying its transaction) reads it again after the
@@ -44,27 +48,29 @@ func HashToken(token string) []byte {
 // ErrUnauthenticated: the token is unknown or its actor is deactivated.
 var ErrUnauthenticated = domain.Errorf(domain.CodeUnauthenticated, "a valid bearer token is required")
 
-// Handle looks the token up by its hash. It returns the request's context,
-// which carries a pending AuthCheck when the actor came from the cache.
-func (h Authenticate) Handle(ctx context.Context, token string) (context.Context, Principal, error) {
+// Handle looks the token up by its hash. It returns the caller and the
+// request's check, to pass to every use case the request runs: pending
+// when the actor came from the cache, passed when the lookup was a round
+// trip of its own.
+func (h Authenticate) Handle(ctx context.Context, token string) (Principal, *AuthCheck, error) {
 	hash := HashToken(token)
 	if p, ok := h.Cache.get(hash); ok {
-		return context.WithValue(ctx, authCheckKey{}, &AuthCheck{hash: hash, want: p, cache: h.Cache}), p, nil
+		return p, &AuthCheck{hash: hash, want: p, cache: h.Cache}, nil
 	}
 	p, err := h.lookup(ctx, hash)
 	if err != nil {
-		return ctx, Principal{}, err
+		return Principal{}, nil, err
 	}
 	h.Cache.put(hash, p)
-	// The lookup settled this request's check; it is kept in the context
-	// so that a wait or a retry can ask for it again (AuthCheck.Recheck).
+	// The lookup settled this request's check; it is still returned so
+	// that a wait or a retry can ask for it again (AuthCheck.Recheck).
 	c := &AuthCheck{hash: hash, want: p, cache: h.Cache}
 	c.state.Store(checkPassed)
-	return context.WithValue(ctx, authCheckKey{}, c), p, nil
+	return p, c, nil
 }
 
 func (h Authenticate) lookup(ctx context.Context, hash []byte) (Principal, error) {
-	p, err := h.Transactor.WithoutTx().Actors().ByTokenHash(ctx, hash)
+	p, err := h.Transactor.WithoutTx(nil).Actors().ByTokenHash(ctx, hash)
 	if err != nil {
 		if domain.ErrorCode(err) == domain.CodeNotFound {
 			return Principal{}, ErrUnauthenticated
@@ -77,19 +83,20 @@ func (h Authenticate) lookup(ctx context.Context, hash []byte) (Principal, error
 	return p, nil
 }
 
-// Confirm settles the request's pending AuthCheck with a lookup of its own:
-// for a request about to answer without having sent a statement (a
+// Confirm settles the request's check c, when pending, with a lookup of its
+// own: for a request about to answer without having sent a statement (a
 // validation error, say). It returns ErrUnauthenticated when the check
-// fails, another error when the database could not tell, nil otherwise.
-func (h Authenticate) Confirm(ctx context.Context) error {
-	c := PendingAuthCheck(ctx)
-	if c == nil {
-		if c := AuthCheckOf(ctx); c != nil && c.Refused() {
+// fails, another error when the database could not tell, nil otherwise
+// (nil too for a nil c: a request that was not authenticated).
+func (h Authenticate) Confirm(ctx context.Context, c *AuthCheck) error {
+	if !c.Pending() {
+		if c != nil && c.Refused() {
 			return ErrUnauthenticated
 		}
 		return nil
 	}
-	p, err := h.Transactor.WithoutTx().Actors().ByTokenHash(WithoutAuthCheck(ctx), c.hash)
+	// The lookup's connection carries no check: it is the check.
+	p, err := h.Transactor.WithoutTx(nil).Actors().ByTokenHash(ctx, c.hash)
 	switch {
 	case domain.ErrorCode(err) == domain.CodeNotFound:
 		return c.Settle(Principal{}, false)
@@ -106,7 +113,9 @@ func (h Authenticate) Confirm(ctx context.Context) error {
 // flag must be read by the request's first round trip. The repositories'
 // implementation (internal/infra) sends the token lookup in front of the
 // first statement and settles the check with what it read; a refused check
-// fails that statement, so nothing the request asked for is answered.
+// fails that statement, so nothing the request asked for is answered. It
+// is passed explicitly: the connection the repositories are bound to
+// carries it (Transactor.InTx, Transactor.WithoutTx, Reader.Read).
 type AuthCheck struct {
 	hash  []byte
 	want  Principal
@@ -120,30 +129,9 @@ const (
 	checkRefused
 )
 
-type authCheckKey struct{}
-
-// AuthCheckOf returns the request's check, whatever its state, or nil for a
-// context that was not authenticated.
-func AuthCheckOf(ctx context.Context) *AuthCheck {
-	c, _ := ctx.Value(authCheckKey{}).(*AuthCheck)
-	return c
-}
-
-// WithoutAuthCheck hides the request's check from ctx, for a statement that
-// carries the check itself at a place of its own choosing (the key claim
-// sends it after its wait, not in front).
-func WithoutAuthCheck(ctx context.Context) context.Context {
-	return context.WithValue(ctx, authCheckKey{}, (*AuthCheck)(nil))
-}
-
-// PendingAuthCheck returns the request's check while it is pending, else nil.
-func PendingAuthCheck(ctx context.Context) *AuthCheck {
-	c, _ := ctx.Value(authCheckKey{}).(*AuthCheck)
-	if c == nil || c.state.Load() != checkPending {
-		return nil
-	}
-	return c
-}
+// Pending says whether the check has yet to reach the database: its next
+// round trip must carry it (false for a nil check).
+func (c *AuthCheck) Pending() bool { return c != nil && c.state.Load() == checkPending }
 
 // TokenHash is the hash to look up.
 func (c *AuthCheck) TokenHash() []byte { return c.hash }

@@ -58,7 +58,7 @@ func (h CreateActor) Handle(ctx context.Context, cmd CreateActorCommand) (Create
 	}
 	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(secret)
 	var out CreatedActor
-	err = h.Transactor.InTx(ctx, ReadCommitted, func(ctx context.Context, repos Repositories) error {
+	err = h.Transactor.InTx(ctx, nil, ReadCommitted, func(ctx context.Context, repos Repositories) error {
 		a, err := repos.Actors().Insert(ctx, domain.Actor{ID: id, Name: name, Role: role, CreditLimitCents: limit, Active: true}, HashToken(token))
 		out = CreatedActor{Actor: a, Token: token}
 		return err

@@ -3,11 +3,16 @@ package app
 import "context"
 
 // Call carries what every write command needs besides its input: who calls,
-// the idempotency key (nil when none was sent) and how to render the result.
+// the request's token check (nil for a caller that was not authenticated,
+// such as a test or a tool), the idempotency key (nil when none was sent)
+// and how to render the result.
 type Call[T any] struct {
 	Principal Principal
-	Key       *Key
-	Render    func(T) (Receipt, error)
+	// Auth is the request's token check (Authenticate.Handle): the
+	// transaction's connection sends it in front of its first statement.
+	Auth   *AuthCheck
+	Key    *Key
+	Render func(T) (Receipt, error)
 }
 
 // Outcome is the response of a write command, fresh or replayed.
@@ -26,26 +31,27 @@ type Outcome struct {
 // first waits for any other request of this process with the same key,
 // without holding a connection.
 func execute[T any](ctx context.Context, t Transactor, latch KeyLatch, iso Isolation, call Call[T], fn func(ctx context.Context, repos Repositories) (T, error)) (Outcome, error) {
-	ctx, release, err := latchKey(ctx, latch, call.Key)
+	ctx, release, err := latchKey(ctx, latch, call.Auth, call.Key)
 	if err != nil {
 		return Outcome{}, err
 	}
 	defer release()
 	var out Outcome
-	err = t.InTx(ctx, iso, func(ctx context.Context, repos Repositories) (err error) {
+	err = t.InTx(ctx, call.Auth, iso, func(ctx context.Context, repos Repositories) (err error) {
 		out, err = attempt(ctx, repos, call, fn)
 		return err
 	})
 	return out, err
 }
 
-// latchKey takes k in latch when there are both, and returns the context to
+// latchKey takes k in latch when there are both (auth is read again after
+// a wait, KeyLatch), and returns the context to
 // run the request with and the release.
-func latchKey(ctx context.Context, latch KeyLatch, k *Key) (context.Context, func(), error) {
+func latchKey(ctx context.Context, latch KeyLatch, auth *AuthCheck, k *Key) (context.Context, func(), error) {
 	if latch == nil || k == nil {
 		return ctx, func() {}, nil
 	}
-	return latch.LatchKey(ctx, *k)
+	return latch.LatchKey(ctx, auth, *k)
 }
 
 // attempt is one run of the transaction's function: claim the key (a

@@ -15,8 +15,8 @@ import (
 type GetOrder struct{ Reader Reader }
 
 // Handle runs the query; seen is the newest version the caller holds.
-func (q GetOrder) Handle(ctx context.Context, p Principal, id uuid.UUID, seen Seen) (*domain.Order, error) {
-	return readOne(ctx, q.Reader, seen, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
+func (q GetOrder) Handle(ctx context.Context, auth *AuthCheck, p Principal, id uuid.UUID, seen Seen) (*domain.Order, error) {
+	return readOne(ctx, q.Reader, auth, seen, func(ctx context.Context, repos Repositories) (*domain.Order, error) {
 		return visibleOrder(ctx, repos, p, id)
 	})
 }

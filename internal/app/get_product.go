@@ -14,6 +14,6 @@ import (
 type GetProduct struct{ Reader Reader }
 
 // Handle runs the query; seen is the newest version the caller holds.
-func (q GetProduct) Handle(ctx context.Context, id uuid.UUID, seen Seen) (*domain.Product, error) {
-	return readByID(ctx, q.Reader, seen, id, Repositories.Products, ProductRepo.Get)
+func (q GetProduct) Handle(ctx context.Context, auth *AuthCheck, id uuid.UUID, seen Seen) (*domain.Product, error) {
+	return readByID(ctx, q.Reader, auth, seen, id, Repositories.Products, ProductRepo.Get)
 }

@@ -15,6 +15,6 @@ import (
 type GetStock struct{ Reader Reader }
 
 // Handle runs the query; seen is the newest version the caller holds.
-func (q GetStock) Handle(ctx context.Context, productID uuid.UUID, seen Seen) (*domain.StockLevel, error) {
-	return readByID(ctx, q.Reader, seen, productID, Repositories.Stock, StockRepo.Get)
+func (q GetStock) Handle(ctx context.Context, auth *AuthCheck, productID uuid.UUID, seen Seen) (*domain.StockLevel, error) {
+	return readByID(ctx, q.Reader, auth, seen, productID, Repositories.Stock, StockRepo.Get)
 }

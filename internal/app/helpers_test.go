@@ -33,12 +33,13 @@ func as(e *testkit.Env, a testkit.Actor) caller { return caller{t: e.T, e: e, ac
 // call authenticates the caller and returns the context and Call to run a
 // command with, keyed by key when it is not empty.
 func call[T any](c caller, operation, key string, cmd any) (context.Context, app.Call[T], *T) {
-	ctx, p, err := c.e.App.Authenticate.Handle(context.Background(), c.actor.Token)
+	ctx := context.Background()
+	p, check, err := c.e.App.Authenticate.Handle(ctx, c.actor.Token)
 	if err != nil {
 		c.t.Fatalf("authenticate %s: %v", c.actor.ID, err)
 	}
 	out := new(T)
-	cl := app.Call[T]{Principal: p, Render: func(v T) (app.Receipt, error) {
+	cl := app.Call[T]{Principal: p, Auth: check, Render: func(v T) (app.Receipt, error) {
 		*out = v
 		// A replay gives back the receipt, not the value: tests read the
 		// state from the database instead.

@@ -14,12 +14,12 @@ import (
 type ListOrders struct{ Reader Reader }
 
 // Handle runs the query.
-func (q ListOrders) Handle(ctx context.Context, p Principal, page Page) ([]*domain.Order, error) {
+func (q ListOrders) Handle(ctx context.Context, auth *AuthCheck, p Principal, page Page) ([]*domain.Order, error) {
 	customer := p.ID
 	if p.IsStaff() {
 		customer = uuid.Nil
 	}
-	return readList(ctx, q.Reader, func(ctx context.Context, repos Repositories) ([]*domain.Order, error) {
+	return readList(ctx, q.Reader, auth, func(ctx context.Context, repos Repositories) ([]*domain.Order, error) {
 		return repos.Orders().List(ctx, customer, page)
 	})
 }

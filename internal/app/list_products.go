@@ -12,6 +12,6 @@ import (
 type ListProducts struct{ Reader Reader }
 
 // Handle runs the query.
-func (q ListProducts) Handle(ctx context.Context, page Page) ([]*domain.Product, error) {
-	return readPage(ctx, q.Reader, page, Repositories.Products, ProductRepo.List)
+func (q ListProducts) Handle(ctx context.Context, auth *AuthCheck, page Page) ([]*domain.Product, error) {
+	return readPage(ctx, q.Reader, auth, page, Repositories.Products, ProductRepo.List)
 }

@@ -12,6 +12,6 @@ import (
 type ListStock struct{ Reader Reader }
 
 // Handle runs the query.
-func (q ListStock) Handle(ctx context.Context, page Page) ([]*domain.StockLevel, error) {
-	return readPage(ctx, q.Reader, page, Repositories.Stock, StockRepo.List)
+func (q ListStock) Handle(ctx context.Context, auth *AuthCheck, page Page) ([]*domain.StockLevel, error) {
+	return readPage(ctx, q.Reader, auth, page, Repositories.Stock, StockRepo.List)
 }

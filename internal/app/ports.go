@@ -27,12 +27,20 @@ const (
 // serialization failures and deadlocks (40001, 40P01) with bounded, jittered
 // backoff, so fn must be safe to run again: it may not keep state between
 // attempts or touch the network.
+//
+// auth is the request's token check (Authenticate.Handle), or nil for work
+// that no request's token authorizes (tests, tools). The repositories are
+// bound to a connection that carries it: its next round trip sends the
+// check while it is pending, in front of the first statement, and a
+// refused check fails that statement (ADR 0005). A retry reads it again
+// (AuthCheck.Recheck, ADR 0011).
 type Transactor interface {
-	InTx(ctx context.Context, iso Isolation, fn func(ctx context.Context, repos Repositories) error) error
+	InTx(ctx context.Context, auth *AuthCheck, iso Isolation, fn func(ctx context.Context, repos Repositories) error) error
 	// WithoutTx gives repositories that run each statement on its own,
-	// outside any explicit transaction: for queries, which read one
-	// statement's snapshot and lock nothing.
-	WithoutTx() Repositories
+	// outside any explicit transaction, on a connection that carries auth
+	// as InTx's does: for queries, which read one statement's snapshot
+	// and lock nothing.
+	WithoutTx(auth *AuthCheck) Repositories
 }
 
 // Reader runs the queries' reads. With no read replica it reads the
@@ -51,13 +59,14 @@ type Reader interface {
 	// the row yet), or when current, if given, says the replica's answer is
 	// older than what the caller has seen, it runs read again on the
 	// primary, whose answer is final. read must therefore be safe to run
-	// twice and keep only its last answer.
-	Read(ctx context.Context, read func(ctx context.Context, repos Repositories) error, current func() bool) error
+	// twice and keep only its last answer. auth is the request's token
+	// check, as for Transactor.InTx; it is settled on the primary.
+	Read(ctx context.Context, auth *AuthCheck, read func(ctx context.Context, repos Repositories) error, current func() bool) error
 }
 
 // Repositories is the set of repositories a use case works with, all bound
 // to one connection: the transaction of Transactor.InTx, or none
-// (Transactor.WithoutTx). It is not a transaction itself: it neither
+// (Transactor.WithoutTx), with the request's token check. It is not a transaction itself: it neither
 // commits nor rolls back.
 type Repositories interface {
 	Products() ProductRepo
@@ -229,9 +238,11 @@ type KeyStore interface {
 // LatchKey returns when no other request of the process holds k (then the
 // caller holds it until release) or, past IDEMPOTENCY_WAIT, with
 // *KeyInProgressError. The context it returns is the one to run the request
-// with: the claim's own wait counts from the same budget.
+// with: the claim's own wait counts from the same budget. A request that
+// waited has its token check auth (nil for none) read again before it acts
+// or answers (AuthCheck.Recheck, ADR 0011).
 type KeyLatch interface {
-	LatchKey(ctx context.Context, k Key) (context.Context, func(), error)
+	LatchKey(ctx context.Context, auth *AuthCheck, k Key) (context.Context, func(), error)
 }
 
 // Errors of the key store, mapped to problems by the HTTP layer.

@@ -18,12 +18,13 @@ type Seen domain.Version
 // versioned is an aggregate that carries its persistence version.
 type versioned interface{ Version() domain.Version }
 
-// readOne runs a by-id read through r and returns its last answer: the
+// readOne runs a by-id read through r, with the request's token check
+// auth, and returns its last answer: the
 // replica's when it found the aggregate at a version no older than seen,
 // else the primary's.
-func readOne[T versioned](ctx context.Context, r Reader, seen Seen, get func(ctx context.Context, repos Repositories) (T, error)) (T, error) {
+func readOne[T versioned](ctx context.Context, r Reader, auth *AuthCheck, seen Seen, get func(ctx context.Context, repos Repositories) (T, error)) (T, error) {
 	var v T
-	err := r.Read(ctx, func(ctx context.Context, repos Repositories) (err error) {
+	err := r.Read(ctx, auth, func(ctx context.Context, repos Repositories) (err error) {
 		v, err = get(ctx, repos)
 		return err
 	}, func() bool { return v.Version() >= domain.Version(seen) })
@@ -31,9 +32,9 @@ func readOne[T versioned](ctx context.Context, r Reader, seen Seen, get func(ctx
 }
 
 // readList runs a list read through r and returns its last answer.
-func readList[T any](ctx context.Context, r Reader, list func(ctx context.Context, repos Repositories) ([]T, error)) ([]T, error) {
+func readList[T any](ctx context.Context, r Reader, auth *AuthCheck, list func(ctx context.Context, repos Repositories) ([]T, error)) ([]T, error) {
 	var vs []T
-	err := r.Read(ctx, func(ctx context.Context, repos Repositories) (err error) {
+	err := r.Read(ctx, auth, func(ctx context.Context, repos Repositories) (err error) {
 		vs, err = list(ctx, repos)
 		return err
 	}, nil)
@@ -43,8 +44,8 @@ func readList[T any](ctx context.Context, r Reader, list func(ctx context.Contex
 // readByID is readOne of the aggregate that get finds by id in the
 // repository repo picks: GetProduct reads with (Repositories.Products,
 // ProductRepo.Get), GetStock with (Repositories.Stock, StockRepo.Get).
-func readByID[R any, T versioned](ctx context.Context, r Reader, seen Seen, id uuid.UUID, repo func(Repositories) R, get func(R, context.Context, uuid.UUID) (T, error)) (T, error) {
-	return readOne(ctx, r, seen, func(ctx context.Context, repos Repositories) (T, error) {
+func readByID[R any, T versioned](ctx context.Context, r Reader, auth *AuthCheck, seen Seen, id uuid.UUID, repo func(Repositories) R, get func(R, context.Context, uuid.UUID) (T, error)) (T, error) {
+	return readOne(ctx, r, auth, seen, func(ctx context.Context, repos Repositories) (T, error) {
 		return get(repo(repos), ctx, id)
 	})
 }
@@ -52,8 +53,8 @@ func readByID[R any, T versioned](ctx context.Context, r Reader, seen Seen, id u
 // readPage is readList of the page that list reads from the repository repo
 // picks: ListProducts reads with (Repositories.Products, ProductRepo.List),
 // ListStock with (Repositories.Stock, StockRepo.List).
-func readPage[R, T any](ctx context.Context, r Reader, page Page, repo func(Repositories) R, list func(R, context.Context, Page) ([]T, error)) ([]T, error) {
-	return readList(ctx, r, func(ctx context.Context, repos Repositories) ([]T, error) {
+func readPage[R, T any](ctx context.Context, r Reader, auth *AuthCheck, page Page, repo func(Repositories) R, list func(R, context.Context, Page) ([]T, error)) ([]T, error) {
+	return readList(ctx, r, auth, func(ctx context.Context, repos Repositories) ([]T, error) {
 		return list(repo(repos), ctx, page)
 	})
 }

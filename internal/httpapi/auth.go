@@ -18,17 +18,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, app.ErrUnauthenticated)
 			return
 		}
-		ctx, p, err := s.app.Authenticate.Handle(r.Context(), token)
+		p, check, err := s.app.Authenticate.Handle(r.Context(), token)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		r = r.WithContext(context.WithValue(ctx, principalKey, p))
-		if app.AuthCheckOf(ctx) == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		g := &authGate{ResponseWriter: w, s: s, r: r}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey, caller{principal: p, auth: check}))
+		g := &authGate{ResponseWriter: w, s: s, r: r, auth: check}
 		defer g.recoverPanic()
 		next.ServeHTTP(g, r)
 		g.decide() // a handler that wrote nothing still answers only after the check
@@ -68,6 +64,7 @@ type authGate struct {
 	http.ResponseWriter
 	s       *Server
 	r       *http.Request
+	auth    *app.AuthCheck
 	decided bool
 	refused bool
 	wrote   bool // the handler began its response
@@ -78,7 +75,7 @@ func (g *authGate) decide() {
 		return
 	}
 	g.decided = true
-	err := g.s.app.Authenticate.Confirm(g.r.Context())
+	err := g.s.app.Authenticate.Confirm(g.r.Context(), g.auth)
 	if err == nil {
 		return
 	}
@@ -111,11 +108,20 @@ func (g *authGate) Write(b []byte) (int, error) {
 
 func (g *authGate) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
-// principal is the request's authenticated caller (authenticate).
-func principal(r *http.Request) app.Principal { return callerOf(r.Context()) }
+// caller is a request's authenticated caller (authenticate): who calls, and
+// the request's token check, which the handlers pass on to the use cases
+// as a value (app.Call's Auth, a query's auth argument). The use cases and
+// the repositories' connection get it from there, never from a context.
+type caller struct {
+	principal app.Principal
+	auth      *app.AuthCheck
+}
 
 // callerOf is the caller of the request whose context ctx is.
-func callerOf(ctx context.Context) app.Principal {
-	p, _ := ctx.Value(principalKey).(app.Principal)
-	return p
+func callerOf(ctx context.Context) caller {
+	c, _ := ctx.Value(principalKey).(caller)
+	return c
 }
+
+// principal is who calls request r.
+func principal(r *http.Request) app.Principal { return callerOf(r.Context()).principal }

@@ -180,7 +180,7 @@ func outboxEnv(t *testing.T, w outboxWriter) *httpkit.Env {
 	switch w {
 	case beforeCommitOnPool:
 		return httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
-			return testkit.Override{Inner: inner, Outbox: func(app.Repositories) app.OutboxRepo { return inner.WithoutTx().Outbox() }}
+			return testkit.Override{Inner: inner, Outbox: func(app.Repositories) app.OutboxRepo { return inner.WithoutTx(nil).Outbox() }}
 		}})
 	case afterCommitOnPool:
 		return httpkit.New(t, testkit.Options{Wrap: func(inner app.Transactor) app.Transactor {
@@ -194,11 +194,11 @@ func outboxEnv(t *testing.T, w outboxWriter) *httpkit.Env {
 // the pool once its transaction has committed.
 type afterCommitOutbox struct{ app.Transactor }
 
-func (a afterCommitOutbox) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
+func (a afterCommitOutbox) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
 	var pending heldEvents
 	err := testkit.Override{Inner: a.Transactor, Outbox: func(app.Repositories) app.OutboxRepo {
 		return &pending
-	}}.InTx(ctx, iso, func(ctx context.Context, tx app.Repositories) error {
+	}}.InTx(ctx, auth, iso, func(ctx context.Context, tx app.Repositories) error {
 		pending = nil // a retried attempt starts over
 		return fn(ctx, tx)
 	})
@@ -206,7 +206,7 @@ func (a afterCommitOutbox) InTx(ctx context.Context, iso app.Isolation, fn func(
 		return err
 	}
 	for _, ev := range pending {
-		if err := a.WithoutTx().Outbox().Append(ctx, ev); err != nil {
+		if err := a.WithoutTx(nil).Outbox().Append(ctx, ev); err != nil {
 			return err
 		}
 	}

@@ -58,15 +58,15 @@ func keyed[In, C, T any](s *Server, op operation, command func(In, target) (C, e
 		if err != nil {
 			return err
 		}
-		pr := principal(r)
-		key, err := s.idempotencyKey(r, pr, op.name, op.key, cmd)
+		c := callerOf(r.Context())
+		key, err := s.idempotencyKey(r, c.principal, op.name, op.key, cmd)
 		if err != nil {
 			return err
 		}
 		if err := pre(); err != nil {
 			return err
 		}
-		out, err := use(r.Context(), cmd, app.Call[T]{Principal: pr, Key: key, Render: rcpt})
+		out, err := use(r.Context(), cmd, app.Call[T]{Principal: c.principal, Auth: c.auth, Key: key, Render: rcpt})
 		return s.respond(w, op.name, out, err)
 	})
 }
@@ -119,13 +119,13 @@ func entity[E interface {
 
 // getOne serves a GET of one resource by its {id}: 404 for a malformed id,
 // 304 when If-None-Match names its version, else its JSON with its ETag.
-func getOne[E interface{ Version() domain.Version }, J any](s *Server, read func(context.Context, uuid.UUID, app.Seen) (E, error), dto func(E) J) http.Handler {
+func getOne[E interface{ Version() domain.Version }, J any](s *Server, read func(context.Context, *app.AuthCheck, uuid.UUID, app.Seen) (E, error), dto func(E) J) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
 			return err
 		}
-		e, err := read(r.Context(), id, seenVersion(r.Header.Values("If-None-Match")))
+		e, err := read(r.Context(), callerOf(r.Context()).auth, id, seenVersion(r.Header.Values("If-None-Match")))
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func getOne[E interface{ Version() domain.Version }, J any](s *Server, read func
 
 // listPage serves a GET of a list: one page (?limit=, ?cursor=) in the
 // page envelope, whose next_cursor comes from one row more than the page.
-func listPage[E, J any](s *Server, list func(context.Context, app.Page) ([]E, error), id func(E) uuid.UUID, dto func(E) J) http.Handler {
+func listPage[E, J any](s *Server, list func(context.Context, *app.AuthCheck, app.Page) ([]E, error), id func(E) uuid.UUID, dto func(E) J) http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		page, err := pageOf(r)
 		if err != nil {
@@ -146,7 +146,7 @@ func listPage[E, J any](s *Server, list func(context.Context, app.Page) ([]E, er
 		}
 		want := page.Limit
 		page.Limit++
-		rows, err := list(r.Context(), page)
+		rows, err := list(r.Context(), callerOf(r.Context()).auth, page)
 		if err != nil {
 			return err
 		}

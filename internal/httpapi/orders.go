@@ -81,14 +81,14 @@ func (in placeOrderIn) command(target) (app.PlaceOrderCommand, error) {
 }
 
 func (s *Server) getOrder(operation) http.Handler {
-	return getOne(s, func(ctx context.Context, id uuid.UUID, seen app.Seen) (*domain.Order, error) {
-		return s.app.GetOrder.Handle(ctx, callerOf(ctx), id, seen)
+	return getOne(s, func(ctx context.Context, auth *app.AuthCheck, id uuid.UUID, seen app.Seen) (*domain.Order, error) {
+		return s.app.GetOrder.Handle(ctx, auth, callerOf(ctx).principal, id, seen)
 	}, toOrderJSON)
 }
 
 func (s *Server) listOrders(operation) http.Handler {
-	return listPage(s, func(ctx context.Context, page app.Page) ([]*domain.Order, error) {
-		return s.app.ListOrders.Handle(ctx, callerOf(ctx), page)
+	return listPage(s, func(ctx context.Context, auth *app.AuthCheck, page app.Page) ([]*domain.Order, error) {
+		return s.app.ListOrders.Handle(ctx, auth, callerOf(ctx).principal, page)
 	}, (*domain.Order).ID, toOrderJSON)
 }
 

@@ -21,11 +21,11 @@ type panicInTx struct {
 	armed *atomic.Bool
 }
 
-func (p panicInTx) InTx(ctx context.Context, iso app.Isolation, fn func(context.Context, app.Repositories) error) error {
+func (p panicInTx) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(context.Context, app.Repositories) error) error {
 	if p.armed.Load() {
 		panic("a bug in a use case")
 	}
-	return p.Transactor.InTx(ctx, iso, fn)
+	return p.Transactor.InTx(ctx, auth, iso, fn)
 }
 
 // TestPanicInsideAHandlerAnswersAfterTheTokenCheck: a handler that panics

@@ -20,7 +20,7 @@ import (
 // authOnceAtStart is the naive variant: a request's authorization is read
 // once, before its first wait, and never again. It settles the request's
 // check with a lookup of its own when the request enters the transactor (or
-// the key latch), and hides the check from everything after.
+// the key latch), and passes no check to anything after.
 type authOnceAtStart struct {
 	app.Transactor
 	auth app.Authenticate
@@ -30,21 +30,21 @@ func naiveAuthOnce(inner app.Transactor) app.Transactor {
 	return authOnceAtStart{Transactor: inner, auth: app.Authenticate{Transactor: inner}}
 }
 
-func (n authOnceAtStart) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
-	if err := n.auth.Confirm(ctx); err != nil {
+func (n authOnceAtStart) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
+	if err := n.auth.Confirm(ctx, auth); err != nil {
 		return err
 	}
-	return n.Transactor.InTx(app.WithoutAuthCheck(ctx), iso, fn)
+	return n.Transactor.InTx(ctx, nil, iso, fn)
 }
 
-func (n authOnceAtStart) LatchKey(ctx context.Context, k app.Key) (context.Context, func(), error) {
-	if err := n.auth.Confirm(ctx); err != nil {
+func (n authOnceAtStart) LatchKey(ctx context.Context, auth *app.AuthCheck, k app.Key) (context.Context, func(), error) {
+	if err := n.auth.Confirm(ctx, auth); err != nil {
 		return ctx, nil, err
 	}
 	if l, ok := n.Transactor.(app.KeyLatch); ok {
-		return l.LatchKey(app.WithoutAuthCheck(ctx), k)
+		return l.LatchKey(ctx, nil, k)
 	}
-	return app.WithoutAuthCheck(ctx), func() {}, nil
+	return ctx, func() {}, nil
 }
 
 // deactivate has staff deactivate actor id and fails unless it is done.

@@ -29,17 +29,19 @@ type Override struct {
 }
 
 // InTx runs fn with the overridden repositories.
-func (o Override) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
+func (o Override) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
 	if o.Isolation != nil {
 		iso = o.Isolation(iso)
 	}
-	return o.Inner.InTx(ctx, iso, func(ctx context.Context, tx app.Repositories) error {
+	return o.Inner.InTx(ctx, auth, iso, func(ctx context.Context, tx app.Repositories) error {
 		return fn(ctx, o.bind(tx))
 	})
 }
 
 // WithoutTx returns the overridden repositories outside a transaction.
-func (o Override) WithoutTx() app.Repositories { return o.bind(o.Inner.WithoutTx()) }
+func (o Override) WithoutTx(auth *app.AuthCheck) app.Repositories {
+	return o.bind(o.Inner.WithoutTx(auth))
+}
 
 func (o Override) bind(tx app.Repositories) overriddenRepos {
 	return overriddenRepos{Repositories: tx, o: o}

@@ -117,7 +117,7 @@ func (s sweep) batch(ctx context.Context, from time.Time, run sweepBatch) (n int
 		ctx, cancel = context.WithTimeout(ctx, s.deadline)
 		defer cancel()
 	}
-	err = s.tx.Once(ctx, app.ReadCommitted, func(ctx context.Context, tx postgres.Conn) error {
+	err = s.tx.Once(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx postgres.Conn) error {
 		var err error
 		if n, last, locked, err = run(ctx, tx, from); err == nil && !locked {
 			return errNotLocked // roll back: another replica sweeps

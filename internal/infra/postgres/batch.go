@@ -65,16 +65,45 @@ func (b *Batch) Add(call func(db dbsqlc.DBTX) error) {
 // FAST PATH (docs/fast-path.md #6): the token check queued in band.
 //
 // AddAuthCheck queues the request's token check at this point of the batch
-// (nothing for a request without one). A check that had passed is made
-// pending again first, so that if the batch fails before the check runs (a
-// wait ran out), the request confirms before it answers.
-func (b *Batch) AddAuthCheck(ctx context.Context) {
-	check := app.AuthCheckOf(ctx)
+// (nothing for a nil check): check is the connection's (Conn.AuthCheck),
+// and the batch then goes out on Conn.WithoutAuthCheck. A check that had
+// passed is made pending again first, so that if the batch fails before the
+// check runs (a wait ran out), the request confirms before it answers.
+func (b *Batch) AddAuthCheck(ctx context.Context, check *app.AuthCheck) {
 	if check == nil || check.Refused() {
 		return
 	}
 	check.Recheck()
 	b.Add(func(db dbsqlc.DBTX) error { return settle(ctx, db, check) })
+}
+
+// AuthCheck implements Conn.
+func (t *pipe) AuthCheck() *app.AuthCheck { return t.auth }
+
+// WithoutAuthCheck implements Conn.
+func (t *pipe) WithoutAuthCheck() DB { return uncheckedPipe{t} }
+
+// uncheckedPipe is a pipe that sends nothing of its token check
+// (Conn.WithoutAuthCheck): a batch that queued the check (AddAuthCheck)
+// goes out on it.
+type uncheckedPipe struct{ t *pipe }
+
+var _ DB = uncheckedPipe{}
+
+func (u uncheckedPipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return u.t.send(ctx, b, nil)
+}
+
+func (u uncheckedPipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return u.t.exec(ctx, nil, sql, args...)
+}
+
+func (u uncheckedPipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return u.t.query(ctx, nil, sql, args...)
+}
+
+func (u uncheckedPipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return u.t.queryRow(ctx, nil, sql, args...)
 }
 
 // Send sends the batch on db and reads every result through its call.

@@ -30,7 +30,7 @@ func TestDataExceptionsAreCallerErrors(t *testing.T) {
 		store.KeyConfig{TTL: time.Hour, Wait: time.Second, LockTimeout: 3 * time.Second})
 	// Rehydration skips validation: exactly what a missing domain rule would let through.
 	p := domain.RehydrateProduct(uuid.New(), "NUL-1", "mug\x00", 100, 1, time.Now(), time.Now())
-	err := runner.InTx(context.Background(), app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err := runner.InTx(context.Background(), nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		_, err := tx.Products().Insert(ctx, p)
 		return err
 	})
@@ -67,7 +67,7 @@ func TestServerSettingsRefusedAreNotCallerErrors(t *testing.T) {
 	t.Cleanup(pool.Close)
 	runner := store.NewRunner(pool, testkit.Logger(t), prometheus.NewRegistry(), store.RetryPolicy{MaxAttempts: 2},
 		store.KeyConfig{TTL: time.Hour, Wait: time.Second, LockTimeout: 3 * time.Second})
-	err = runner.InTx(context.Background(), app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err = runner.InTx(context.Background(), nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		_, err := tx.Products().Get(ctx, uuid.New())
 		return err
 	})

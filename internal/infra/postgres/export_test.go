@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
@@ -21,13 +22,13 @@ func SendBatch(ctx context.Context, db DB, calls ...func(dbsqlc.DBTX) error) err
 // statement was sent, as a use case that decided to do nothing would.
 // naive is the commit before it refused a pending token check: with
 // nothing sent, it answered success at once.
-func CommitUnsent(ctx context.Context, pool *Pool, naive bool) error {
+func CommitUnsent(ctx context.Context, pool *Pool, auth *app.AuthCheck, naive bool) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	tx := newTxPipe(conn, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	tx := newTxPipe(conn, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, auth)
 	defer tx.rollback(context.WithoutCancel(ctx))
 	if naive && tx.begin != "" && tx.deferred.Len() == 0 {
 		return nil

@@ -42,7 +42,7 @@ func insertProduct(runner *store.Runner, sku string) error {
 	p := domain.RehydrateProduct(uuid.New(), domain.SKU(sku), "failover mug", 100, 1, time.Now(), time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	return runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	return runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		_, err := tx.Products().Insert(ctx, p)
 		return err
 	})

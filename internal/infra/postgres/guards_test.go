@@ -64,7 +64,7 @@ func TestGuardsCancelALongStatement(t *testing.T) {
 	defer unguarded.Close()
 	naive := store.NewRunner(postgres.Wrap(unguarded), testkit.Logger(t), nil, store.RetryPolicy{}, store.KeyConfig{TTL: time.Hour, Wait: time.Second, LockTimeout: time.Second})
 	start := time.Now()
-	err = naive.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err = naive.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		_, err := testkit.Conn(tx).Exec(ctx, long)
 		return err
 	})
@@ -78,9 +78,9 @@ func TestGuardsCancelALongStatement(t *testing.T) {
 		run  func(func(app.Repositories) error) error
 	}{
 		{"in a transaction", func(f func(app.Repositories) error) error {
-			return runner.InTx(ctx, app.ReadCommitted, func(_ context.Context, tx app.Repositories) error { return f(tx) })
+			return runner.InTx(ctx, nil, app.ReadCommitted, func(_ context.Context, tx app.Repositories) error { return f(tx) })
 		}},
-		{"a read outside any transaction", func(f func(app.Repositories) error) error { return f(runner.WithoutTx()) }},
+		{"a read outside any transaction", func(f func(app.Repositories) error) error { return f(runner.WithoutTx(nil)) }},
 	} {
 		start := time.Now()
 		err := c.run(func(tx app.Repositories) error {
@@ -106,13 +106,13 @@ func TestGuardsAreInForceInEveryTransactionAndLeakNowhere(t *testing.T) {
 	         current_setting('idle_in_transaction_session_timeout')`
 	for i := range 20 {
 		var got string
-		err := runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+		err := runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 			return testkit.Conn(tx).QueryRow(ctx, show).Scan(&got)
 		})
 		if err != nil || got != want {
 			t.Fatalf("transaction %d: guards %q (%v), want %q", i, got, err, want)
 		}
-		if err := testkit.Conn(runner.WithoutTx()).QueryRow(ctx, show).Scan(&got); err != nil || got != want {
+		if err := testkit.Conn(runner.WithoutTx(nil)).QueryRow(ctx, show).Scan(&got); err != nil || got != want {
 			t.Fatalf("read %d: guards %q (%v), want %q", i, got, err, want)
 		}
 	}
@@ -136,7 +136,7 @@ func TestGuardsEndATransactionLeftIdle(t *testing.T) {
 	t.Parallel()
 	runner, pool := guardedRunner(t, 5*time.Second, 2*time.Second, 300*time.Millisecond)
 	ctx := context.Background()
-	err := runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err := runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		var pid int
 		if err := testkit.Conn(tx).QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 			return err

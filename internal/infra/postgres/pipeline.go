@@ -20,9 +20,19 @@ type DB interface {
 }
 
 // Conn is what the repositories are bound to: a transaction (Runner.InTx)
-// or the pool (Pool.Conn), which can also defer a write to COMMIT.
+// or the pool (Pool.Conn), which can also defer a write to COMMIT. It
+// carries the request's token check it was opened with, and sends it in
+// front of its next statement while it is pending.
 type Conn interface {
 	DB
+	// AuthCheck is the request's token check the connection carries, nil
+	// for none: for a batch that queues it at a place of its own
+	// (Batch.AddAuthCheck).
+	AuthCheck() *app.AuthCheck
+	// WithoutAuthCheck is the same connection (the same transaction) with
+	// nothing of the token check in front of its statements: it sends the
+	// batch that queued the check itself.
+	WithoutAuthCheck() DB
 	// AtCommit sends call's statement with COMMIT, in the same round trip,
 	// when the connection is a transaction: its error then fails the
 	// commit. Outside a transaction it runs call at once and returns its
@@ -48,8 +58,9 @@ var (
 //     local to the transaction); outside a transaction the guards go in
 //     front of every statement, in the implicit transaction that a
 //     pipeline up to its Sync is;
-//   - the request's pending token check (app.AuthCheck) goes out in front of
-//     its first statement, and a refused check fails that statement;
+//   - the request's pending token check (app.AuthCheck), which the pipe
+//     is opened with, goes out in front of its first statement, and a
+//     refused check fails that statement;
 //   - on a replica, the replay position that proves the read current goes
 //     out in front of its first statement (replicaFence);
 //   - statements queued with AtCommit go out with COMMIT.
@@ -74,23 +85,26 @@ type pipe struct {
 	// errSyncRepCancelled (syncrep.go).
 	syncRep *syncRepWatch
 	pg      *pgconn.PgConn
+	// auth is the request's token check, nil for none: sent in front of
+	// the next statement while it is pending.
+	auth *app.AuthCheck
 	// fence, when not nil, makes the pipe a replica read's (ReplicaReader):
 	// the replica's replay position goes out in front of the first
 	// statement, and a replica behind the fence fails it. Such a pipe never
-	// carries the request's token check: a replica may not have the
-	// deactivation yet.
+	// carries the request's token check (auth is nil): a replica may not
+	// have the deactivation yet.
 	fence *replicaFence
 }
 
 // queries runs the generated statements (dbsqlc.Queries holds no state).
 var queries = dbsqlc.New()
 
-func newTxPipe(conn *pgxpool.Conn, pool *Pool, opts pgx.TxOptions) *pipe {
+func newTxPipe(conn *pgxpool.Conn, pool *Pool, opts pgx.TxOptions, auth *app.AuthCheck) *pipe {
 	begin := "begin isolation level read committed"
 	if opts.IsoLevel == pgx.Serializable {
 		begin = "begin isolation level serializable"
 	}
-	t := &pipe{db: conn, begin: begin, guards: pool.guards}
+	t := &pipe{db: conn, begin: begin, guards: pool.guards, auth: auth}
 	if pool.syncRep != nil {
 		t.syncRep, t.pg = pool.syncRep, conn.Conn().PgConn()
 	}
@@ -98,9 +112,9 @@ func newTxPipe(conn *pgxpool.Conn, pool *Pool, opts pgx.TxOptions) *pipe {
 }
 
 // newPoolPipe runs each statement on its own on the pool, with the pool's
-// guards.
-func newPoolPipe(pool *Pool) *pipe {
-	return &pipe{db: pool.Pool, guards: pool.guards}
+// guards and the token check auth (nil for none).
+func newPoolPipe(pool *Pool, auth *app.AuthCheck) *pipe {
+	return &pipe{db: pool.Pool, guards: pool.guards, auth: auth}
 }
 
 // inTx says whether the pipe is a transaction.
@@ -110,7 +124,11 @@ func (t *pipe) inTx() bool { return t.begin != "" || t.begun }
 // the token check) in the same round trip. The results the caller reads
 // are b's own.
 func (t *pipe) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	check := t.authCheck(ctx)
+	return t.send(ctx, b, t.pendingCheck())
+}
+
+// send is SendBatch with check, when not nil, as the token check to send.
+func (t *pipe) send(ctx context.Context, b *pgx.Batch, check *app.AuthCheck) pgx.BatchResults {
 	began := t.begin != ""
 	guarded := t.guards != nil && (began || !t.begun)
 	fenced := t.fence != nil && !t.fence.sent
@@ -164,37 +182,49 @@ func settle(ctx context.Context, db dbsqlc.DBTX, check *app.AuthCheck) error {
 	return check.Settle(app.Principal{ID: row.ID, Role: role, Active: row.Active}, true)
 }
 
-// authCheck is the token check to send in front of the next statement:
-// the request's pending one, never on a replica.
-func (t *pipe) authCheck(ctx context.Context) *app.AuthCheck {
-	if t.fence != nil {
-		return nil
+// pendingCheck is the token check to send in front of the next statement:
+// the pipe's own while it is pending, else nil.
+func (t *pipe) pendingCheck() *app.AuthCheck {
+	if t.auth.Pending() {
+		return t.auth
 	}
-	return app.PendingAuthCheck(ctx)
+	return nil
 }
 
-func (t *pipe) direct(ctx context.Context) bool {
-	return t.begin == "" && (t.guards == nil || t.begun) && t.authCheck(ctx) == nil && (t.fence == nil || t.fence.sent)
+func (t *pipe) direct(check *app.AuthCheck) bool {
+	return t.begin == "" && (t.guards == nil || t.begun) && check == nil && (t.fence == nil || t.fence.sent)
 }
 
 func (t *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.direct(ctx) {
+	return t.exec(ctx, t.pendingCheck(), sql, args...)
+}
+
+func (t *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.query(ctx, t.pendingCheck(), sql, args...)
+}
+
+func (t *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.queryRow(ctx, t.pendingCheck(), sql, args...)
+}
+
+func (t *pipe) exec(ctx context.Context, check *app.AuthCheck, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.direct(check) {
 		return t.db.Exec(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	br := t.SendBatch(ctx, b)
+	br := t.send(ctx, b, check)
 	tag, err := br.Exec()
 	return tag, firstErr(err, br.Close())
 }
 
-func (t *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.direct(ctx) {
+func (t *pipe) query(ctx context.Context, check *app.AuthCheck, sql string, args ...any) (pgx.Rows, error) {
+	if t.direct(check) {
 		return t.db.Query(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	br := t.SendBatch(ctx, b)
+	br := t.send(ctx, b, check)
 	rows, err := br.Query()
 	if err != nil {
 		return rows, firstErr(err, br.Close())
@@ -202,13 +232,13 @@ func (t *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 	return &batchRows{Rows: rows, br: br}, nil
 }
 
-func (t *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.direct(ctx) {
+func (t *pipe) queryRow(ctx context.Context, check *app.AuthCheck, sql string, args ...any) pgx.Row {
+	if t.direct(check) {
 		return t.db.QueryRow(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	return batchRow{br: t.SendBatch(ctx, b)}
+	return batchRow{br: t.send(ctx, b, check)}
 }
 
 // FAST PATH (docs/fast-path.md #1, #8): writes sent with COMMIT.
@@ -228,7 +258,7 @@ func (t *pipe) AtCommit(call func(db dbsqlc.DBTX) error) error {
 // check fails the commit; a transaction that sent nothing still sends the
 // check, with BEGIN and COMMIT, rather than answer on the cache's word.
 func (t *pipe) commit(ctx context.Context) (err error) {
-	if t.begin != "" && t.deferred.Len() == 0 && app.PendingAuthCheck(ctx) == nil {
+	if t.begin != "" && t.deferred.Len() == 0 && !t.auth.Pending() {
 		return nil // nothing was ever sent and nothing is to be checked: there is no transaction
 	}
 	if t.syncRep != nil {

@@ -25,7 +25,7 @@ func TestTxIsOneTransactionFromFirstStatementToCommit(t *testing.T) {
 		level app.Isolation
 		name  string
 	}{{app.ReadCommitted, "read committed"}, {app.Serializable, "serializable"}} {
-		err := e.Runner.InTx(ctx, iso.level, func(ctx context.Context, tx app.Repositories) error {
+		err := e.Runner.InTx(ctx, nil, iso.level, func(ctx context.Context, tx app.Repositories) error {
 			db := testkit.Conn(tx)
 			var first, second int64
 			var level string
@@ -66,7 +66,7 @@ func TestTxFirstStatementAsQueryOpensTheTransaction(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	e.Exec(`CREATE TABLE t (v int)`)
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		db := testkit.Conn(tx)
 		rows, err := db.Query(ctx, `INSERT INTO t SELECT generate_series(1, 3) RETURNING v`)
 		if err != nil {
@@ -91,7 +91,7 @@ func TestTxIgnoredFailureFailsTheCommit(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	e.Exec(`CREATE TABLE t (v int)`)
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		db := testkit.Conn(tx)
 		if _, err := db.Exec(ctx, `INSERT INTO t VALUES (1)`); err != nil {
 			return err
@@ -107,7 +107,7 @@ func TestTxIgnoredFailureFailsTheCommit(t *testing.T) {
 	}
 	// The connection went back to the pool clean.
 	for range 5 {
-		if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+		if err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 			_, err := testkit.Conn(tx).Exec(ctx, `INSERT INTO t VALUES (2)`)
 			return err
 		}); err != nil {
@@ -124,7 +124,7 @@ func TestTxFirstStatementFailure(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	for range 3 {
-		err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+		err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 			var v int
 			return testkit.Conn(tx).QueryRow(ctx, `SELECT 1/0`).Scan(&v)
 		})
@@ -133,7 +133,7 @@ func TestTxFirstStatementFailure(t *testing.T) {
 		}
 	}
 	var v int
-	if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	if err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		return testkit.Conn(tx).QueryRow(ctx, `SELECT 7`).Scan(&v)
 	}); err != nil || v != 7 {
 		t.Fatalf("after failures: %d, %v", v, err)
@@ -148,7 +148,7 @@ func TestKeyCompletionFailureFailsTheTransaction(t *testing.T) {
 	ctx := context.Background()
 	e.Exec(`CREATE TABLE t (v int)`)
 	k := app.Key{ActorID: uuid.MustParse(e.Staff.ID), Operation: "test", Value: "k1"}
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		if prior, err := tx.Keys().Claim(ctx, k); err != nil || prior != nil {
 			t.Fatalf("claim: %v %v", prior, err)
 		}
@@ -173,7 +173,7 @@ func TestOutboxAppendCommitsWithTheTransaction(t *testing.T) {
 	e := testkit.New(t)
 	ctx := context.Background()
 	ev := app.Event{Type: app.EventStockAdjusted, AggregateID: uuid.New(), Data: map[string]int{"delta": 1}}
-	err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		if err := tx.Outbox().Append(ctx, ev); err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func TestOutboxAppendCommitsWithTheTransaction(t *testing.T) {
 	if n := e.QueryInt(`SELECT count(*) FROM outbox_events`); n != 0 {
 		t.Fatalf("a rolled-back transaction left %d events", n)
 	}
-	if err := e.Runner.InTx(ctx, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+	if err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
 		return tx.Outbox().Append(ctx, ev)
 	}); err != nil {
 		t.Fatal(err)
@@ -206,32 +206,32 @@ func TestCommitSettlesAPendingTokenCheck(t *testing.T) {
 	ctx := context.Background()
 	customer := e.NewCustomer(0)
 	auth := e.App.Authenticate
-	pending := func() context.Context {
-		actx, _, err := auth.Handle(ctx, customer.Token) // the cache learns the token on the first call
+	pending := func() *app.AuthCheck {
+		_, check, err := auth.Handle(ctx, customer.Token) // the cache learns the token on the first call
 		if err != nil {
 			t.Fatalf("authenticate: %v", err)
 		}
-		app.AuthCheckOf(actx).Recheck() // as after a wait: the next round trip reads the token again
-		if app.PendingAuthCheck(actx) == nil {
+		check.Recheck() // as after a wait: the next round trip reads the token again
+		if !check.Pending() {
 			t.Fatal("the check is not pending")
 		}
-		return actx
+		return check
 	}
-	if err := postgres.CommitUnsent(pending(), e.Pool, false); err != nil {
+	if err := postgres.CommitUnsent(ctx, e.Pool, pending(), false); err != nil {
 		t.Fatalf("active actor: commit with a pending check: %v", err)
 	}
 	e.Exec(`UPDATE actors SET active = false WHERE id = $1`, customer.ID)
 	for _, naive := range []bool{true, false} { // naive first: a refused check makes the cache forget the token
-		ctx := pending()
-		err := postgres.CommitUnsent(ctx, e.Pool, naive)
-		refused := errors.Is(err, app.ErrUnauthenticated) && app.AuthCheckOf(ctx).Refused()
+		check := pending()
+		err := postgres.CommitUnsent(ctx, e.Pool, check, naive)
+		refused := errors.Is(err, app.ErrUnauthenticated) && check.Refused()
 		switch {
 		case !naive && !refused:
 			t.Errorf("deactivated actor: commit answered %v, want the refused check's unauthenticated", err)
 		case naive && refused:
 			t.Errorf("naive commit refused too (%v): the test cannot tell the two apart", err)
 		case naive:
-			t.Logf("naive commit: %v, check still pending: %v", err, app.PendingAuthCheck(ctx) != nil)
+			t.Logf("naive commit: %v, check still pending: %v", err, check.Pending())
 		}
 	}
 }

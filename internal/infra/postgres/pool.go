@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ordersvc/ordersvc/internal/app"
 )
 
 // PoolConfig holds the pool's size and the guard settings that every
@@ -126,8 +128,10 @@ type Pool struct {
 func Wrap(pool *pgxpool.Pool) *Pool { return &Pool{Pool: pool} }
 
 // Conn returns the connection that runs each statement on its own, on the
-// pool, with the pool's guards in front (outside any explicit transaction).
-func (p *Pool) Conn() Conn { return newPoolPipe(p) }
+// pool, with the pool's guards in front (outside any explicit transaction),
+// and auth, the request's token check (nil for none), in front of the next
+// statement while it is pending.
+func (p *Pool) Conn(auth *app.AuthCheck) Conn { return newPoolPipe(p, auth) }
 
 // composeTracers is the pool's tracer: the one the parsed configuration
 // already has (none from a URL, but a caller's own config may carry one), the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 )
 
@@ -14,9 +15,9 @@ import (
 // the replica's replay position in front of its first statement
 // (AcquireFenced), failing with ErrReplicaBehind when it is short.
 
-// WALFence reads the primary's WAL insert position, with the request's pending
-// token check in front (a refused check fails it with
-// app.ErrUnauthenticated).
+// WALFence reads the primary's WAL insert position, with the request's token
+// check auth in front while it is pending (a refused check fails it with
+// app.ErrUnauthenticated; nil for none).
 //
 // The insert position of a primary whose last record ended exactly at a
 // WAL page boundary points past the next page's header, where the next
@@ -26,8 +27,8 @@ import (
 // page header, so a replica at or past the page start has replayed the
 // record that ended there, and a record that crosses into the page and ends
 // within the first long header's length of it.
-func (p *Pool) WALFence(ctx context.Context) (int64, error) {
-	row, err := queries.WALInsertPosition(ctx, newPoolPipe(p))
+func (p *Pool) WALFence(ctx context.Context, auth *app.AuthCheck) (int64, error) {
+	row, err := queries.WALInsertPosition(ctx, newPoolPipe(p, auth))
 	if err != nil {
 		return 0, Translate(err)
 	}
@@ -89,7 +90,7 @@ var ErrNotAReplica = errors.New("the read database is not a streaming replica (n
 // CheckReplica says whether p's server answers and is a replica, for a
 // warning at start; reads never depend on it.
 func (p *Pool) CheckReplica(ctx context.Context) error {
-	replayed, err := queries.ReplicaReplayPosition(ctx, newPoolPipe(p))
+	replayed, err := queries.ReplicaReplayPosition(ctx, newPoolPipe(p, nil))
 	if err != nil {
 		return Translate(err)
 	}

@@ -69,13 +69,14 @@ func (r *Runner) Pool() *Pool { return r.pool }
 // or deadlock, at any statement or at commit, it rolls back and runs the WHOLE
 // function again, reads included, after a jittered exponential backoff, at
 // most MaxAttempts times. Each retry is logged and counted, and re-reads the
-// request's authorization (app.AuthCheck.Recheck). The rollback
+// request's authorization (auth.Recheck; auth is the request's token check,
+// which the transaction's connection carries, nil for none). The rollback
 // survives a cancelled request context, so a connection is never returned to
 // the pool in the middle of a transaction. Its error is translated
 // (Translate).
-func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx Conn) error) error {
+func (r *Runner) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx Conn) error) error {
 	for attempt := 1; ; attempt++ {
-		err := r.Once(ctx, iso, fn)
+		err := r.Once(ctx, auth, iso, fn)
 		if err == nil || !retryable(err) {
 			return Translate(err)
 		}
@@ -97,7 +98,7 @@ func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx contex
 		}
 		// The next attempt reads again whether the caller may act: the
 		// token check rides in front of its first statement (ADR 0011).
-		app.AuthCheckOf(ctx).Recheck()
+		auth.Recheck()
 	}
 }
 
@@ -116,8 +117,9 @@ func (r *Runner) backoff(attempt int) time.Duration {
 // Once runs fn in one transaction, once, with the pool's guards in force
 // (they ride with BEGIN), and commits it when fn returns nil; otherwise it
 // rolls back, even when ctx has ended. Its error is the driver's,
-// untranslated, so that InTx can tell a retryable one.
-func (r *Runner) Once(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx Conn) error) (err error) {
+// untranslated, so that InTx can tell a retryable one. The transaction's
+// connection carries auth, the request's token check (nil for none).
+func (r *Runner) Once(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx Conn) error) (err error) {
 	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 	if iso == app.Serializable {
 		opts.IsoLevel = pgx.Serializable
@@ -137,7 +139,7 @@ func (r *Runner) Once(ctx context.Context, iso app.Isolation, fn func(ctx contex
 		}
 		conn.Release()
 	}()
-	tx := newTxPipe(conn, r.pool, opts)
+	tx := newTxPipe(conn, r.pool, opts, auth)
 	defer func() {
 		if err != nil {
 			// The request may be gone; the rollback must still happen.

@@ -40,7 +40,7 @@ func TestActorBalanceGuarded(t *testing.T) {
 		t.Errorf("balance %d, want %d", got, creditLimit-1)
 	}
 
-	err := b.runner.InTx(b.ctx, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) error {
+	err := b.runner.InTx(b.ctx, nil, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) error {
 		return repos.Actors().ReleaseBalance(ctx, customerID, creditLimit)
 	})
 	if err == nil || !strings.Contains(err.Error(), "api check") {

@@ -145,7 +145,7 @@ func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time,
 	b.Add(func(db dbsqlc.DBTX) error {
 		return postgres.OwnSetting(s.q.IdempotencySetLockTimeout(ctx, db, restore))
 	})
-	b.AddAuthCheck(ctx)
+	b.AddAuthCheck(ctx, s.db.AuthCheck())
 	b.Add(func(db dbsqlc.DBTX) error {
 		row, err := s.q.IdempotencyGet(ctx, db, dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value})
 		if postgres.IsNoRows(err) {
@@ -157,7 +157,7 @@ func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time,
 		rec = &row
 		return nil
 	})
-	if err := b.Send(app.WithoutAuthCheck(ctx), s.db); err != nil {
+	if err := b.Send(ctx, s.db.WithoutAuthCheck()); err != nil {
 		return nil, claimErr(err)
 	}
 	if claimed == 1 {

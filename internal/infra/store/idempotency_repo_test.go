@@ -34,7 +34,7 @@ func TestKeyClaimCompleteReplay(t *testing.T) {
 	})
 	reused := k
 	reused.Fingerprint = [32]byte{2}
-	err := b.runner.InTx(b.ctx, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) error {
+	err := b.runner.InTx(b.ctx, nil, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) error {
 		_, err := repos.Keys().Claim(ctx, reused)
 		return err
 	})

@@ -71,9 +71,9 @@ func keyDeadline(ctx context.Context, wait time.Duration) time.Time {
 // wait, and then holds it. It returns the context to run the request with
 // (it carries the wait's deadline, for the claim) and the release function.
 // Past the wait it returns *app.KeyInProgressError: the holder is certainly
-// still in flight. A request that waited has its authorization read again
-// (app.AuthCheck.Recheck) before it acts or answers.
-func (l *keyLatch) acquire(ctx context.Context, k app.Key, wait time.Duration) (context.Context, func(), error) {
+// still in flight. A request that waited has its authorization, the token
+// check auth, read again (auth.Recheck) before it acts or answers.
+func (l *keyLatch) acquire(ctx context.Context, auth *app.AuthCheck, k app.Key, wait time.Duration) (context.Context, func(), error) {
 	deadline := time.Now().Add(wait)
 	ctx = context.WithValue(ctx, keyDeadlineKey{}, deadline)
 	id := latchKey{actor: k.ActorID, operation: k.Operation, key: k.Value}
@@ -91,7 +91,7 @@ func (l *keyLatch) acquire(ctx context.Context, k app.Key, wait time.Duration) (
 			l.held[id] = mine
 			l.mu.Unlock()
 			if waited {
-				app.AuthCheckOf(ctx).Recheck()
+				auth.Recheck()
 			}
 			return ctx, func() { l.release(id, mine) }, nil
 		}
@@ -105,7 +105,7 @@ func (l *keyLatch) acquire(ctx context.Context, k app.Key, wait time.Duration) (
 			l.waiters.Dec()
 		case <-timer.C:
 			l.waiters.Dec()
-			app.AuthCheckOf(ctx).Recheck()
+			auth.Recheck()
 			return ctx, nil, &app.KeyInProgressError{RetryAfter: time.Second}
 		case <-ctx.Done():
 			l.waiters.Dec()

@@ -33,7 +33,7 @@ func TestKeyLatchOneHolderPerKey(t *testing.T) {
 	l := newKeyLatch(prometheus.NewRegistry())
 	k := app.Key{ActorID: uuid.New(), Operation: "adjustStock", Value: "k"}
 	ctx := context.Background()
-	_, release, err := l.acquire(ctx, k, time.Minute)
+	_, release, err := l.acquire(ctx, nil, k, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestKeyLatchOneHolderPerKey(t *testing.T) {
 		{ActorID: k.ActorID, Operation: "placeOrder", Value: k.Value},
 		{ActorID: k.ActorID, Operation: k.Operation, Value: "k2"},
 	} {
-		_, rel, err := l.acquire(ctx, other, time.Millisecond)
+		_, rel, err := l.acquire(ctx, nil, other, time.Millisecond)
 		if err != nil {
 			t.Fatalf("%+v waited for another key: %v", other, err)
 		}
@@ -55,7 +55,7 @@ func TestKeyLatchOneHolderPerKey(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, rel, err := l.acquire(ctx, k, time.Minute)
+			_, rel, err := l.acquire(ctx, nil, k, time.Minute)
 			if err != nil {
 				t.Error(err)
 				return
@@ -90,13 +90,13 @@ func TestKeyLatchOneHolderPerKey(t *testing.T) {
 func TestKeyLatchWaitIsBounded(t *testing.T) {
 	l := newKeyLatch(nil)
 	k := app.Key{ActorID: uuid.New(), Operation: "adjustStock", Value: "k"}
-	_, release, err := l.acquire(context.Background(), k, time.Minute)
+	_, release, err := l.acquire(context.Background(), nil, k, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
 	start := time.Now()
-	ctx, _, err := l.acquire(context.Background(), k, 50*time.Millisecond)
+	ctx, _, err := l.acquire(context.Background(), nil, k, 50*time.Millisecond)
 	var busy *app.KeyInProgressError
 	if !errors.As(err, &busy) || busy.RetryAfter <= 0 {
 		t.Fatalf("past the wait: %v, want KeyInProgressError with Retry-After", err)
@@ -106,7 +106,7 @@ func TestKeyLatchWaitIsBounded(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := l.acquire(cctx, k, time.Minute); !errors.Is(err, context.Canceled) {
+	if _, _, err := l.acquire(cctx, nil, k, time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	if w := gauge(t, l); w != 0 {

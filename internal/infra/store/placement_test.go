@@ -38,7 +38,7 @@ func (s stockForgotten) WritePlacement(ctx context.Context, o *domain.Order, _ m
 func (b *repoBundle) place(p placement, id uuid.UUID, qty map[uuid.UUID]domain.Quantity) (app.PlacementLocks, *domain.Order, error) {
 	var locks app.PlacementLocks
 	var placed *domain.Order
-	err := b.runner.InTx(b.ctx, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) (err error) {
+	err := b.runner.InTx(b.ctx, nil, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) (err error) {
 		ids := []uuid.UUID{mugID, plateID}
 		if locks, err = p(repos).LockForPlacement(ctx, customerID, ids); err != nil {
 			return err

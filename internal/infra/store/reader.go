@@ -13,10 +13,10 @@ import (
 )
 
 // Read implements app.Reader on the primary alone: read runs once, on the
-// pool, with the request's token check in front of its first statement.
-// current is not consulted: the primary's answer is final.
-func (r *Runner) Read(ctx context.Context, read func(ctx context.Context, repos app.Repositories) error, _ func() bool) error {
-	return read(ctx, r.WithoutTx())
+// pool, with the request's token check auth in front of its first
+// statement. current is not consulted: the primary's answer is final.
+func (r *Runner) Read(ctx context.Context, auth *app.AuthCheck, read func(ctx context.Context, repos app.Repositories) error, _ func() bool) error {
+	return read(ctx, r.WithoutTx(auth))
 }
 
 // ReplicaReader implements app.Reader with a streaming replica
@@ -79,11 +79,11 @@ func NewReplicaReader(primary *Runner, replica *postgres.Pool, log *slog.Logger,
 
 // Read implements app.Reader: on the replica when it proves current, else
 // on the primary.
-func (r *ReplicaReader) Read(ctx context.Context, read func(ctx context.Context, repos app.Repositories) error, current func() bool) error {
+func (r *ReplicaReader) Read(ctx context.Context, auth *app.AuthCheck, read func(ctx context.Context, repos app.Repositories) error, current func() bool) error {
 	if r.replica == nil {
-		return r.primary.Read(ctx, read, current)
+		return r.primary.Read(ctx, auth, read, current)
 	}
-	fence, err := r.primary.tx.Pool().WALFence(ctx)
+	fence, err := r.primary.tx.Pool().WALFence(ctx, auth)
 	if err != nil {
 		return err
 	}
@@ -95,19 +95,19 @@ func (r *ReplicaReader) Read(ctx context.Context, read func(ctx context.Context,
 	if outcome == replicaFailed {
 		r.log.WarnContext(ctx, "read replica failed; reading the primary", "err", err)
 	}
-	return read(ctx, r.primary.WithoutTx())
+	return read(ctx, r.primary.WithoutTx(auth))
 }
 
 // readReplica runs read on one replica connection behind the fence and
-// says how it went. Its statements carry no token check: the fence's round
-// trip settled it on the primary.
+// says how it went. Its connection carries no token check: the fence's
+// round trip settled it on the primary.
 func (r *ReplicaReader) readReplica(ctx context.Context, fence int64, read func(ctx context.Context, repos app.Repositories) error, current func() bool) (string, error) {
 	conn, release, err := r.replica.AcquireFenced(ctx, fence)
 	if err != nil {
 		return replicaFailed, err
 	}
 	defer release()
-	err = read(app.WithoutAuthCheck(ctx), r.primary.bind(conn))
+	err = read(ctx, r.primary.bind(conn))
 	switch {
 	case err == nil && (current == nil || current()):
 		return replicaAnswered, nil

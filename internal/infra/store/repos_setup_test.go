@@ -57,7 +57,7 @@ func setup(t testing.TB) *repoBundle {
 			TTL: time.Hour, Wait: 3 * time.Second, LockTimeout: 3 * time.Second,
 		}),
 	}
-	b.repos = b.runner.WithoutTx()
+	b.repos = b.runner.WithoutTx(nil)
 	b.inTx(func(ctx context.Context, repos app.Repositories) error {
 		for _, a := range []domain.Actor{
 			{ID: staffID, Name: "Staff", Role: domain.RoleStaff},
@@ -92,7 +92,7 @@ func setup(t testing.TB) *repoBundle {
 // inTx runs fn in one transaction and fails the test on its error.
 func (b *repoBundle) inTx(fn func(ctx context.Context, repos app.Repositories) error) {
 	b.t.Helper()
-	if err := b.runner.InTx(b.ctx, app.ReadCommitted, fn); err != nil {
+	if err := b.runner.InTx(b.ctx, nil, app.ReadCommitted, fn); err != nil {
 		b.t.Fatal(err)
 	}
 }

@@ -42,21 +42,25 @@ func (r *Runner) Tx() *postgres.Runner { return r.tx }
 // LatchKey implements app.KeyLatch: the requests of this process that carry
 // the same key wait for each other here, without a connection, for at most
 // IDEMPOTENCY_WAIT (see keyLatch).
-func (r *Runner) LatchKey(ctx context.Context, k app.Key) (context.Context, func(), error) {
-	return r.latch.acquire(ctx, k, r.keys.Wait)
+func (r *Runner) LatchKey(ctx context.Context, auth *app.AuthCheck, k app.Key) (context.Context, func(), error) {
+	return r.latch.acquire(ctx, auth, k, r.keys.Wait)
 }
 
 // InTx implements app.Transactor: fn runs in one transaction, run again
-// whole on a serialization failure or deadlock (postgres.Runner.InTx).
-func (r *Runner) InTx(ctx context.Context, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
-	return r.tx.InTx(ctx, iso, func(ctx context.Context, tx postgres.Conn) error {
+// whole on a serialization failure or deadlock (postgres.Runner.InTx), on
+// a transaction that carries auth, the request's token check.
+func (r *Runner) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
+	return r.tx.InTx(ctx, auth, iso, func(ctx context.Context, tx postgres.Conn) error {
 		return fn(ctx, r.bind(tx))
 	})
 }
 
 // WithoutTx returns repositories that run each statement on the pool, in no
-// explicit transaction.
-func (r *Runner) WithoutTx() app.Repositories { return r.bind(r.tx.Pool().Conn()) }
+// explicit transaction, with auth, the request's token check, in front of
+// the first while it is pending.
+func (r *Runner) WithoutTx(auth *app.AuthCheck) app.Repositories {
+	return r.bind(r.tx.Pool().Conn(auth))
+}
 
 func (r *Runner) bind(db postgres.Conn) *repositories {
 	return &repositories{db: db, q: r.q, keys: r.keys}
