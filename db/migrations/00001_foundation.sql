@@ -22,6 +22,7 @@ CREATE INDEX api_tokens_actor_id_idx ON api_tokens (actor_id);
 
 -- version is the optimistic-concurrency token behind the product's ETag
 -- (EXT.CONCURRENCY.VERSION.001). It advances on every change, stock included.
+-- Patterns and rule ids: docs/patterns.md.
 CREATE TABLE products (
     id          uuid        PRIMARY KEY,
     sku         text        NOT NULL,
@@ -52,6 +53,7 @@ CREATE INDEX stock_adjustments_product_id_idx ON stock_adjustments (product_id);
 -- inserted as 'in_progress' and turned 'completed' in the same transaction as
 -- the business change, so other sessions only ever see completed rows; while
 -- the owner's transaction is open, a duplicate blocks on the primary key.
+-- Patterns and rule ids: docs/patterns.md.
 CREATE TABLE idempotency_keys (
     actor_id         uuid        NOT NULL REFERENCES actors (id),
     operation        text        NOT NULL,
@@ -67,6 +69,7 @@ CREATE TABLE idempotency_keys (
     CHECK (state = 'in_progress' OR response_status IS NOT NULL)
 );
 -- The retention purge walks this index (EXT.IDEMPOTENCY.RETENTION.001).
+-- Patterns and rule ids: docs/patterns.md.
 CREATE INDEX idempotency_keys_expires_at_idx ON idempotency_keys (expires_at);
 
 -- +goose Down

@@ -27,6 +27,7 @@ CREATE TABLE outbox_events (
 
 -- The claim (pattern 5): the due pending events, oldest first. Partial, so it
 -- stays as small as the backlog however many delivered rows accumulate.
+-- Patterns and rule ids: docs/patterns.md.
 CREATE INDEX outbox_events_due_idx ON outbox_events (available_at, id) WHERE state = 'pending';
 -- The reaper: claims older than OUTBOX_CLAIM_TIMEOUT.
 CREATE INDEX outbox_events_claimed_idx ON outbox_events (claimed_at) WHERE state = 'claimed';

@@ -22,6 +22,7 @@
 -- migration (which dropped products.stock at once) are unaffected: goose does
 -- not run an applied migration again, and 00008 finds nothing left to drop.
 -- Its foreign key takes SHARE ROW EXCLUSIVE on products for an instant.
+-- Patterns and rule ids: docs/patterns.md.
 -- +goose StatementBegin
 SELECT set_config('lock_timeout', '1s', true);
 CREATE TABLE IF NOT EXISTS stock_levels (

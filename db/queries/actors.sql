@@ -23,6 +23,7 @@ SELECT credit_limit_cents, balance_cents, active FROM actors WHERE id = @id FOR 
 -- row, never in the application, and the guard refuses to pass the credit
 -- limit. Placement holds the row lock already, so the guard agrees with the
 -- check made on the locked row; no row means over the limit.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE actors
 SET balance_cents = balance_cents + @amount_cents::bigint
 WHERE id = @id AND balance_cents + @amount_cents::bigint <= credit_limit_cents;
@@ -33,6 +34,7 @@ WHERE id = @id AND balance_cents + @amount_cents::bigint <= credit_limit_cents;
 -- go below zero, which only a balance that differs from its orders could
 -- ask for; no row means that, and `api check` finds it. The limit is not
 -- looked at: a limit lowered below the balance blocks new orders only.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE actors
 SET balance_cents = balance_cents - @amount_cents::bigint
 WHERE id = @id AND balance_cents - @amount_cents::bigint >= 0;

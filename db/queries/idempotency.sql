@@ -20,6 +20,7 @@ WHERE actor_id = @actor_id AND operation = @operation AND key = @key;
 -- before the purge has removed it: the row is taken over for the new request.
 -- A concurrent duplicate that reclaims too waits on this row's lock, so the
 -- caller bounds it with IdempotencySetLockTimeout like the claim.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE idempotency_keys
 SET fingerprint      = @fingerprint,
     state            = 'in_progress',
@@ -50,6 +51,7 @@ WHERE actor_id = @actor_id AND operation = @operation AND key = @key;
 -- name: IdempotencyPurgeLock :one
 -- Pattern 6: one replica purges at a time. The lock is per transaction, so
 -- each batch takes it again and a replica that dies mid-purge holds nothing.
+-- Patterns and rule ids: docs/patterns.md.
 SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.idempotency_purge')) AS locked;
 
 -- name: IdempotencyPurgeExpired :one
@@ -65,6 +67,7 @@ SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.idempotency_purge')) AS lock
 -- keeps each batch from rescanning the index entries of rows that earlier
 -- batches deleted, so a batch costs the same at the end of a long purge as
 -- at its start.
+-- Patterns and rule ids: docs/patterns.md.
 WITH picked AS (
     SELECT k.actor_id, k.operation, k.key
     FROM idempotency_keys k

@@ -35,6 +35,7 @@ LIMIT @row_limit;
 -- name: OrderSetStatus :one
 -- Optimistic concurrency driven by If-Match (pattern 4): the transition applies
 -- only to the version the caller saw, which the domain already checked.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE orders
 SET status     = @status,
     version    = version + 1,
@@ -45,6 +46,7 @@ RETURNING *;
 -- name: OrderAddPayment :one
 -- One guarded atomic increment (pattern 2): the guard, not a prior read,
 -- keeps paid_cents within total_cents. No row: missing, cancelled or overpaid.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE orders
 SET paid_cents = paid_cents + @amount_cents,
     version    = version + 1,
@@ -62,6 +64,7 @@ VALUES (@id, @order_id, @actor_id, @amount_cents);
 -- not a prior read, keeps refunded_cents within paid_cents, backed by the
 -- CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
 -- row: missing, not cancelled or over-refunded.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE orders
 SET refunded_cents = refunded_cents + @amount_cents,
     version        = version + 1,

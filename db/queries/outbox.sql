@@ -8,6 +8,7 @@ VALUES (@id, @type, @aggregate_id, @payload);
 -- dispatcher has locked, and mark them claimed in the same statement. Once
 -- this commits, the rows are out of the due index, so no other dispatcher
 -- sees them until they are finished, released or reaped.
+-- Patterns and rule ids: docs/patterns.md.
 WITH next AS (
     SELECT id
     FROM outbox_events
@@ -110,6 +111,7 @@ WHERE state = 'dead';
 -- name: OutboxRetentionLock :one
 -- Pattern 6: one replica deletes delivered events at a time, as for the
 -- idempotency purge; per transaction, so each batch takes it again.
+-- Patterns and rule ids: docs/patterns.md.
 SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.outbox_retention')) AS locked;
 
 -- name: OutboxDeleteDelivered :one

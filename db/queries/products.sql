@@ -18,6 +18,7 @@ LIMIT @row_limit;
 -- to the version the caller saw. No row means a missing product or a stale
 -- version. The version is the catalogue's alone: stock lives in stock_levels,
 -- so sales never advance it.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE products
 SET name        = COALESCE(sqlc.narg('name'), name),
     price_cents = COALESCE(sqlc.narg('price_cents'), price_cents),

@@ -18,6 +18,7 @@ LIMIT @row_limit;
 -- One guarded atomic statement (pattern 2): adjustments commute, so no
 -- version is checked, only the guard that stock stays non-negative. No row
 -- means a missing product or not enough stock.
+-- Patterns and rule ids: docs/patterns.md.
 UPDATE stock_levels
 SET stock      = stock + @delta,
     version    = version + 1,
@@ -33,6 +34,7 @@ RETURNING *;
 -- rows are read, not locked, so a price edit neither waits for a placement
 -- nor makes one wait; the price taken is the one committed when this
 -- statement reads it.
+-- Patterns and rule ids: docs/patterns.md.
 SELECT s.product_id, p.price_cents, s.stock
 FROM stock_levels s
 JOIN products p ON p.id = s.product_id

@@ -19,6 +19,8 @@ import (
 // changed, so an adjustment never makes a catalogue edit's If-Match stale.
 // stock.adjusted is appended in the same transaction. Codes: forbidden,
 // validation_failed, not_found, insufficient_stock.
+//
+// Patterns and rule ids: docs/patterns.md.
 type AdjustStock struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

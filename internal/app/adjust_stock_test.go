@@ -22,6 +22,8 @@ import (
 // exactly 10 succeed, 20 get insufficient_stock, the stock ends at 0 and
 // the stock_adjustments rows account for every unit. Both runs meet before
 // the stock_adjustments row.
+//
+// Patterns and rule ids: docs/patterns.md.
 func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
 	const stock, n = 10, 30
 	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: stock})
@@ -65,6 +67,8 @@ func raceWithdrawals(t *testing.T, e *testkit.Env) []string {
 // withdrawal is held before its stock_adjustments row with the row lock of
 // its guarded UPDATE until 7 others wait on it; naive, 8 withdrawals have
 // read the stock and none has written.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestRaceWithdrawalsNeverOversell(t *testing.T) {
 	t.Parallel()
 	testkit.InvariantTest(t, raceWithdrawals, func(t *testing.T) *testkit.Env {

@@ -36,6 +36,8 @@ import (
 //
 // Codes: not_found (missing or another customer's order), version_conflict,
 // invalid_transition.
+//
+// Patterns and rule ids: docs/patterns.md.
 type CancelOrder struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

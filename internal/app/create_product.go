@@ -16,6 +16,8 @@ import (
 // initial stock, 0 when none is given) are inserted in one transaction, so
 // neither exists without the other. Codes: forbidden, validation_failed,
 // sku_taken.
+//
+// Patterns and rule ids: docs/patterns.md.
 type CreateProduct struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

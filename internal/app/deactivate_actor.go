@@ -16,6 +16,8 @@ import (
 // SERIALIZABLE (pattern 7) with the runner's bounded, jittered
 // whole-transaction retry; after the retry the loser sees the winner's commit
 // and gets last_staff. Codes: forbidden, not_found, last_staff.
+//
+// Patterns and rule ids: docs/patterns.md.
 type DeactivateActor struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

@@ -30,6 +30,8 @@ type Outcome struct {
 // With a key and a latch (the command's Latch, from Deps.Latch), the request
 // first waits for any other request of this process with the same key,
 // without holding a connection.
+//
+// Patterns and rule ids: docs/patterns.md.
 func execute[T any](ctx context.Context, t Transactor, latch KeyLatch, iso Isolation, call Call[T], fn func(ctx context.Context, repos Repositories) (T, error)) (Outcome, error) {
 	ctx, release, err := latchKey(ctx, latch, call.Auth, call.Key)
 	if err != nil {

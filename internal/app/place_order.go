@@ -45,6 +45,8 @@ import (
 // Codes: forbidden (not a customer), unauthenticated (the customer was
 // deactivated), validation_failed (unknown product), insufficient_stock,
 // credit_limit_exceeded.
+//
+// Patterns and rule ids: docs/patterns.md.
 type PlaceOrder struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

@@ -198,6 +198,7 @@ func (p Principal) IsStaff() bool { return p.Role == domain.RoleStaff }
 // Receipt is a command's response as the caller sees it, kept opaque here: the
 // HTTP layer renders it, the key store keeps it for replay
 // (EXT.IDEMPOTENCY.OUTCOME.001).
+// Patterns and rule ids: docs/patterns.md.
 type Receipt struct {
 	Status int
 	Header map[string]string // only the safe headers: Location, ETag, Content-Type
@@ -206,6 +207,7 @@ type Receipt struct {
 
 // Key identifies one idempotent request: the actor, the operation and the
 // client's key (EXT.IDEMPOTENCY.KEY.001), with the fingerprint of the request.
+// Patterns and rule ids: docs/patterns.md.
 type Key struct {
 	ActorID     uuid.UUID
 	Operation   string

@@ -23,6 +23,8 @@ import (
 //
 // Codes: not_found (missing or another customer's order), invalid_transition
 // (cancelled), overpayment.
+//
+// Patterns and rule ids: docs/patterns.md.
 type RecordPayment struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

@@ -27,6 +27,8 @@ import (
 //
 // Codes: forbidden (a customer refunding), not_found, invalid_transition (not
 // cancelled), over_refund.
+//
+// Patterns and rule ids: docs/patterns.md.
 type RecordRefund struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

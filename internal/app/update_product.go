@@ -21,6 +21,8 @@ import (
 // product, so they never make an edit's If-Match stale
 // (EXT.CONCURRENCY.ADOPT.001), and no placement holds a lock on the product
 // row. Codes: forbidden, validation_failed, not_found, version_conflict.
+//
+// Patterns and rule ids: docs/patterns.md.
 type UpdateProduct struct {
 	Transactor Transactor
 	Latch      KeyLatch // nil: no in-process latch (execute)

@@ -145,6 +145,7 @@ var ErrNotFound = &Error{Code: CodeNotFound, Detail: "the resource does not exis
 
 // ErrVersionConflict says the caller's version is not the current one
 // (EXT.CONCURRENCY.VERSION.001). Nothing was changed.
+// Patterns and rule ids: docs/patterns.md.
 var ErrVersionConflict = &Error{Code: CodeVersionConflict, Detail: "the resource has changed since it was read; fetch it again and retry with the new ETag"}
 
 // ErrValueRejected says the database refused a value that no domain rule

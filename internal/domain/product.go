@@ -16,6 +16,8 @@ const MaxAdjustment = 1_000_000
 // covers these fields only; stock is a StockLevel, an aggregate of its own,
 // because a sale and a price edit do not conflict and must not make each
 // other's precondition fail (EXT.CONCURRENCY.ADOPT.001).
+//
+// Patterns and rule ids: docs/patterns.md.
 type Product struct {
 	id        uuid.UUID
 	sku       SKU

@@ -32,6 +32,8 @@ func orderBody(product string, qty int) string {
 // hangs up at once, before any answer, at a range of moments. Its retry with
 // the same key then yields exactly one order (EXT.IDEMPOTENCY.REPLAY.001:
 // "Simulate a lost response followed by retry").
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestClientDisconnectThenRetryYieldsOneOrder(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)

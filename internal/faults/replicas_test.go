@@ -69,6 +69,8 @@ func sameKeyStorm(t *testing.T, extraEnv ...string) (answers []*reply, orders in
 // the shared database, not anything in a replica's memory. The naive
 // variant (BENCH_DISABLE_IDEMPOTENCY=1: the key is validated but not
 // claimed) places an order per request and is caught.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestReplicasSameKeyStorm(t *testing.T) {
 	t.Parallel()
 	t.Run("naive without the claim is caught", func(t *testing.T) {

@@ -285,6 +285,8 @@ func TestContractSKUTaken(t *testing.T) {
 // that is not the current strong one, 400 with a value that holds no entity
 // tag (TestContractIfMatchForms has the lists), and applies with the current one
 // (EXT.CONCURRENCY.VERSION.001).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestContractConditionalRequests(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)

@@ -12,6 +12,7 @@ import (
 // ETags are strong and derived from the aggregate's persistence version
 // (EXT.CONCURRENCY.VERSION.001): "v7" is version 7. No other field of a
 // response carries the version.
+// Patterns and rule ids: docs/patterns.md.
 
 // etag renders the strong entity tag of version v.
 func etag(v domain.Version) string {

@@ -22,6 +22,8 @@ func TestETag(t *testing.T) {
 // version never match; a missing header and "*" need a precondition (428);
 // anything that is not an entity tag is malformed (400)
 // (EXT.CONCURRENCY.VERSION.001, RFC 9110 §13.1.1).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestParseIfMatch(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

@@ -327,6 +327,8 @@ func eventVisibility(t *testing.T, e *httpkit.Env) []string {
 // connection, one before the commit (the event shows while the change is
 // still uncommitted) and one after it (the change shows while the event is
 // not written yet); both are caught.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestOutboxEventBecomesVisibleWithItsChange(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {

@@ -45,6 +45,8 @@ import (
 //
 // The forms of all keyed operations, by name, are fingerprintForms
 // (operations.go).
+//
+// Patterns and rule ids: docs/patterns.md.
 
 // canonical is one form's content: frozen member names and values that
 // are strings, integers, optional ones (nil pointers are null), lists of

@@ -37,6 +37,7 @@ func keyRows(e *httpkit.Env) int64 { return e.QueryInt(`SELECT count(*) FROM ide
 // TestIdempotencyKeyReusedWithOtherBody: the same key with a different
 // request is 422 idempotency_key_reused and changes nothing
 // (EXT.IDEMPOTENCY.KEY.001: reject reuse with a different fingerprint).
+// Patterns and rule ids: docs/patterns.md.
 func TestIdempotencyKeyReusedWithOtherBody(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -58,6 +59,7 @@ func TestIdempotencyKeyReusedWithOtherBody(t *testing.T) {
 // TestIdempotencyReorderedJSONIsTheSameRequest: member order and whitespace
 // do not change the fingerprint, so a retry that serialises its body
 // differently still replays (EXT.IDEMPOTENCY.KEY.001: canonical form).
+// Patterns and rule ids: docs/patterns.md.
 func TestIdempotencyReorderedJSONIsTheSameRequest(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -70,6 +72,7 @@ func TestIdempotencyReorderedJSONIsTheSameRequest(t *testing.T) {
 
 // TestIdempotencyKeyScopedToActor: two actors using the same key hold two
 // independent keys (EXT.IDEMPOTENCY.KEY.001: scope is actor, operation, key).
+// Patterns and rule ids: docs/patterns.md.
 func TestIdempotencyKeyScopedToActor(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -84,6 +87,7 @@ func TestIdempotencyKeyScopedToActor(t *testing.T) {
 
 // TestIdempotencyKeyScopedToOperation: the same key on two operations is two
 // independent keys (EXT.IDEMPOTENCY.KEY.001).
+// Patterns and rule ids: docs/patterns.md.
 func TestIdempotencyKeyScopedToOperation(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -138,6 +142,7 @@ func TestIdempotencyKeyHeaderRules(t *testing.T) {
 // TestIdempotencyRejectionStoresNothing: a 4xx outcome is not stored, so the
 // retry runs again and can succeed (EXT.IDEMPOTENCY.OUTCOME.001: only 2xx
 // outcomes are replayed).
+// Patterns and rule ids: docs/patterns.md.
 func TestIdempotencyRejectionStoresNothing(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -159,6 +164,7 @@ func TestIdempotencyRejectionStoresNothing(t *testing.T) {
 
 // TestIdempotencyExpiredRecordFreesKey: after expires_at the key is free
 // again, for the same request and for another (EXT.IDEMPOTENCY.RETENTION.001).
+// Patterns and rule ids: docs/patterns.md.
 func TestIdempotencyExpiredRecordFreesKey(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -184,6 +190,8 @@ func TestIdempotencyExpiredRecordFreesKey(t *testing.T) {
 // status, body, Location, ETag and Content-Type, plus Idempotent-Replayed,
 // and nothing of the caller's credentials (EXT.IDEMPOTENCY.REPLAY.001,
 // OUTCOME.001).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestIdempotencyReplayCarriesStoredHeaders(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)

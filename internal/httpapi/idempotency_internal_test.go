@@ -107,6 +107,8 @@ func (f fpRequest) sum(t *testing.T) [32]byte {
 // whatever the JSON's member order, whitespace, credentials or key, and
 // differs for another value, path parameter, route or method
 // (EXT.IDEMPOTENCY.KEY.001).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestFingerprintCanonical(t *testing.T) {
 	t.Parallel()
 	const pattern = "/v1/products/{id}/stock-adjustments"

@@ -158,6 +158,8 @@ func reclaimRace(t *testing.T, e *httpkit.Env, h *hold, patience time.Duration) 
 // pool's lock_timeout and is shown to answer 503 in both cases. The
 // in-process key latch is off: the two meet in the database, as they do
 // when they reach different replicas.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestReclaimedKeyDuplicateWaitsIdempotencyWait(t *testing.T) {
 	t.Parallel()
 	// replays: DB_LOCK_TIMEOUT 3 s, IDEMPOTENCY_WAIT 12 s; the original
@@ -338,6 +340,8 @@ func (s unboundedReclaimKeys) Claim(ctx context.Context, k app.Key) (*app.Receip
 // The naive variant completes the record without moving its expiry, which
 // then still counts from the claim, and is shown to execute the retry a
 // second time.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestKeyExpiryCountsFromCompletion(t *testing.T) {
 	t.Parallel()
 	const ttl = 10 * time.Second

@@ -49,6 +49,8 @@ func lockWaiters(t *testing.T, e *httpkit.Env) func() int64 {
 // it. Naive variant (no key latch: every duplicate waits in the database on
 // a pooled connection): the other requests answer only after the original
 // was released.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestKeyDuplicatesDoNotExhaustThePool(t *testing.T) {
 	t.Parallel()
 	const dups, conns = 8, 4

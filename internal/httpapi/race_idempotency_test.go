@@ -42,6 +42,8 @@ func replayed(r *httpkit.Response) bool { return r.Header.Get("Idempotent-Replay
 // (EXT.IDEMPOTENCY.REPLAY.001): the adjustment applies exactly once, exactly
 // one answer is fresh and the other 49 are replays marked
 // Idempotent-Replayed, and every answer has the same status and body.
+//
+// Patterns and rule ids: docs/patterns.md.
 func raceSameKeyAdjust(t *testing.T, e *httpkit.Env) []string {
 	const n = 50
 	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
@@ -97,6 +99,8 @@ func raceSameKeyAdjust(t *testing.T, e *httpkit.Env) []string {
 // wait on the product row instead, each about to apply the adjustment again.
 // The in-process key latch is off in both runs, so that the duplicates meet
 // in the database as they do across replicas (the latch has its own test).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestRaceSameKeyAdjustmentAppliesOnce(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
@@ -196,6 +200,8 @@ func keysEnv(t *testing.T, keyWait time.Duration, naiveKeys bool) *httpkit.Env {
 // goes on once the duplicate waits for a lock behind it. It returns the
 // broken invariants (EXT.IDEMPOTENCY.REPLAY.001): the duplicate waits for
 // the original and replays its answer, and the stock changes once.
+//
+// Patterns and rule ids: docs/patterns.md.
 func raceDuplicateInFlight(t *testing.T, e *httpkit.Env) []string {
 	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
 	send := func() *httpkit.Response {
@@ -236,6 +242,8 @@ func raceDuplicateInFlight(t *testing.T, e *httpkit.Env) []string {
 // instead of running again (EXT.IDEMPOTENCY.REPLAY.001: the duplicate's
 // claim blocks on the original's uncommitted key row). The naive
 // check-then-act key store is shown to run the duplicate a second time.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestRaceDuplicateInFlightWaitsThenReplays(t *testing.T) {
 	t.Parallel()
 	t.Run("guarded", func(t *testing.T) {
@@ -260,6 +268,8 @@ func TestRaceDuplicateInFlightWaitsThenReplays(t *testing.T) {
 // original has finished, the same retry replays it
 // (EXT.IDEMPOTENCY.REPLAY.001: "reports in-progress status"). The original is
 // held after its stock UPDATE until the duplicate has its answer.
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestRaceDuplicateInFlightPastWaitIsInProgress(t *testing.T) {
 	t.Parallel()
 	e := keysEnv(t, 100*time.Millisecond, false)

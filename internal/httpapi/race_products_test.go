@@ -22,6 +22,8 @@ import (
 // version 1 and returns the broken invariants: exactly one may win
 // (EXT.CONCURRENCY.VERSION.001), every other gets 409 version_conflict, and
 // the product's version advanced exactly once.
+//
+// Patterns and rule ids: docs/patterns.md.
 func racePatchSameETag(t *testing.T, e *httpkit.Env, m testkit.Meet) []string {
 	const n = 20
 	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 5})
@@ -118,6 +120,8 @@ func count(xs []int, v int) int {
 // its first attempt (a sale and a price edit do not conflict,
 // EXT.CONCURRENCY.ADOPT.001), every placement succeeds, every order's unit
 // price is one of the prices in effect, and the stock adds up.
+//
+// Patterns and rule ids: docs/patterns.md.
 func editWhileSelling(t *testing.T, e *httpkit.Env) (editWhileSellingFigures, []string) {
 	const edits, cohort, firstPrice = 20, 10, 1000
 	const sales = edits * cohort

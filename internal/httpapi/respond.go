@@ -16,6 +16,7 @@ import (
 // replayableHeaders is the allowlist of response headers stored with an
 // idempotency record and replayed (EXT.IDEMPOTENCY.OUTCOME.001). Nothing else
 // is kept: no Set-Cookie, no hop-by-hop headers, no credentials.
+// Patterns and rule ids: docs/patterns.md.
 var replayableHeaders = []string{"Location", "ETag", "Content-Type"}
 
 // receipt renders a JSON response as an app.Receipt: the form in which it is

@@ -120,6 +120,8 @@ func TestContractStrictJSON(t *testing.T) {
 // weak or unknown tag never matches (409); a value that holds no entity tag
 // is 400 with a detail that shows the quoted form; "*" and a missing header
 // are 428 with a detail that says which (EXT.CONCURRENCY.VERSION.001).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestContractIfMatchForms(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -213,6 +215,8 @@ func itoa(n int64) string {
 // fingerprint in its canonical form, so a retry that writes the same order
 // id in upper case replays the first answer instead of answering 422
 // idempotency_key_reused (EXT.IDEMPOTENCY.KEY.001).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestContractFingerprintCanonicalPathID(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)

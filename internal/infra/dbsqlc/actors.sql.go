@@ -86,6 +86,7 @@ type ActorChargeBalanceParams struct {
 // row, never in the application, and the guard refuses to pass the credit
 // limit. Placement holds the row lock already, so the guard agrees with the
 // check made on the locked row; no row means over the limit.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) ActorChargeBalance(ctx context.Context, db DBTX, arg ActorChargeBalanceParams) (int64, error) {
 	result, err := db.Exec(ctx, actorChargeBalance, arg.AmountCents, arg.ID)
 	if err != nil {
@@ -218,6 +219,7 @@ type ActorReleaseBalanceParams struct {
 // go below zero, which only a balance that differs from its orders could
 // ask for; no row means that, and `api check` finds it. The limit is not
 // looked at: a limit lowered below the balance blocks new orders only.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) ActorReleaseBalance(ctx context.Context, db DBTX, arg ActorReleaseBalanceParams) (int64, error) {
 	result, err := db.Exec(ctx, actorReleaseBalance, arg.AmountCents, arg.ID)
 	if err != nil {

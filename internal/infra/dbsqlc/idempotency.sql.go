@@ -160,6 +160,7 @@ type IdempotencyPurgeExpiredRow struct {
 // keeps each batch from rescanning the index entries of rows that earlier
 // batches deleted, so a batch costs the same at the end of a long purge as
 // at its start.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) IdempotencyPurgeExpired(ctx context.Context, db DBTX, arg IdempotencyPurgeExpiredParams) (IdempotencyPurgeExpiredRow, error) {
 	row := db.QueryRow(ctx, idempotencyPurgeExpired, arg.FromExpiry, arg.BatchSize)
 	var i IdempotencyPurgeExpiredRow
@@ -173,6 +174,7 @@ SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.idempotency_purge')) AS lock
 
 // Pattern 6: one replica purges at a time. The lock is per transaction, so
 // each batch takes it again and a replica that dies mid-purge holds nothing.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) IdempotencyPurgeLock(ctx context.Context, db DBTX) (bool, error) {
 	row := db.QueryRow(ctx, idempotencyPurgeLock)
 	var locked bool
@@ -205,6 +207,7 @@ type IdempotencyReclaimExpiredParams struct {
 // before the purge has removed it: the row is taken over for the new request.
 // A concurrent duplicate that reclaims too waits on this row's lock, so the
 // caller bounds it with IdempotencySetLockTimeout like the claim.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) IdempotencyReclaimExpired(ctx context.Context, db DBTX, arg IdempotencyReclaimExpiredParams) (int64, error) {
 	result, err := db.Exec(ctx, idempotencyReclaimExpired,
 		arg.Fingerprint,

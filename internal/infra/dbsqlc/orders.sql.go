@@ -28,6 +28,7 @@ type OrderAddPaymentParams struct {
 
 // One guarded atomic increment (pattern 2): the guard, not a prior read,
 // keeps paid_cents within total_cents. No row: missing, cancelled or overpaid.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) OrderAddPayment(ctx context.Context, db DBTX, arg OrderAddPaymentParams) (Order, error) {
 	row := db.QueryRow(ctx, orderAddPayment, arg.AmountCents, arg.ID)
 	var i Order
@@ -64,6 +65,7 @@ type OrderAddRefundParams struct {
 // not a prior read, keeps refunded_cents within paid_cents, backed by the
 // CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
 // row: missing, not cancelled or over-refunded.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) OrderAddRefund(ctx context.Context, db DBTX, arg OrderAddRefundParams) (Order, error) {
 	row := db.QueryRow(ctx, orderAddRefund, arg.AmountCents, arg.ID)
 	var i Order
@@ -374,6 +376,7 @@ type OrderSetStatusParams struct {
 
 // Optimistic concurrency driven by If-Match (pattern 4): the transition applies
 // only to the version the caller saw, which the domain already checked.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) OrderSetStatus(ctx context.Context, db DBTX, arg OrderSetStatusParams) (Order, error) {
 	row := db.QueryRow(ctx, orderSetStatus, arg.Status, arg.ID, arg.Version)
 	var i Order

@@ -46,6 +46,7 @@ type OutboxClaimRow struct {
 // dispatcher has locked, and mark them claimed in the same statement. Once
 // this commits, the rows are out of the due index, so no other dispatcher
 // sees them until they are finished, released or reaped.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) OutboxClaim(ctx context.Context, db DBTX, batchSize int32) ([]OutboxClaimRow, error) {
 	rows, err := db.Query(ctx, outboxClaim, batchSize)
 	if err != nil {
@@ -373,6 +374,7 @@ SELECT pg_try_advisory_xact_lock(hashtext('ordersvc.outbox_retention')) AS locke
 
 // Pattern 6: one replica deletes delivered events at a time, as for the
 // idempotency purge; per transaction, so each batch takes it again.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) OutboxRetentionLock(ctx context.Context, db DBTX) (bool, error) {
 	row := db.QueryRow(ctx, outboxRetentionLock)
 	var locked bool

@@ -126,6 +126,7 @@ type ProductUpdateParams struct {
 // to the version the caller saw. No row means a missing product or a stale
 // version. The version is the catalogue's alone: stock lives in stock_levels,
 // so sales never advance it.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) ProductUpdate(ctx context.Context, db DBTX, arg ProductUpdateParams) (Product, error) {
 	row := db.QueryRow(ctx, productUpdate,
 		arg.Name,

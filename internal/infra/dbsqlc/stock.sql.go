@@ -49,6 +49,7 @@ type StockAdjustParams struct {
 // One guarded atomic statement (pattern 2): adjustments commute, so no
 // version is checked, only the guard that stock stays non-negative. No row
 // means a missing product or not enough stock.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) StockAdjust(ctx context.Context, db DBTX, arg StockAdjustParams) (StockLevel, error) {
 	row := db.QueryRow(ctx, stockAdjust, arg.Delta, arg.ProductID)
 	var i StockLevel
@@ -222,6 +223,7 @@ type StockLockRowsRow struct {
 // rows are read, not locked, so a price edit neither waits for a placement
 // nor makes one wait; the price taken is the one committed when this
 // statement reads it.
+// Patterns and rule ids: docs/patterns.md.
 func (q *Queries) StockLockRows(ctx context.Context, db DBTX, ids []uuid.UUID) ([]StockLockRowsRow, error) {
 	rows, err := db.Query(ctx, stockLockRows, ids)
 	if err != nil {

@@ -32,6 +32,8 @@ type PurgeConfig struct {
 //   - One replica at a time: each batch transaction first takes
 //     pg_try_advisory_xact_lock (pattern 6); a replica that does not get it
 //     ends its round, since another one is purging.
+//
+// Patterns and rule ids: docs/patterns.md.
 type Purger struct{ sweep }
 
 // NewPurger returns a purger. Its metrics are registered on reg, when reg is

@@ -36,6 +36,8 @@ type RetentionConfig struct {
 //     pg_try_advisory_xact_lock (pattern 6), never a table lock, which
 //     would queue every placement's event insert behind it; a replica that
 //     does not get it ends its round.
+//
+// Patterns and rule ids: docs/patterns.md.
 type OutboxRetention struct {
 	sweep
 	retention time.Duration

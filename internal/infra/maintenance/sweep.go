@@ -20,6 +20,8 @@ import (
 // short transactions that delete at most size rows each, walking a keyset
 // cursor, under a transaction-level advisory lock so that one replica at a
 // time sweeps (pattern 6). The two differ only in their batch statements.
+//
+// Patterns and rule ids: docs/patterns.md.
 type sweep struct {
 	tx       *postgres.Runner
 	q        *dbsqlc.Queries

@@ -34,6 +34,8 @@ import (
 // or in several replicas, can run at once: a claimed event is invisible to
 // every other claim until its owner finishes or releases it or the reaper
 // takes it back. Delivery is at least once; see docs/events.md.
+//
+// Patterns and rule ids: docs/patterns.md.
 type Dispatcher struct {
 	// pool runs each statement on its own. The dispatcher's statements
 	// are bounded by its own contexts (finishTimeout, the claim timeout),

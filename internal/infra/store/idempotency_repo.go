@@ -41,6 +41,8 @@ type KeyConfig struct {
 // INSERT then succeeds, and it executes). The wait is bounded by setting
 // lock_timeout to IDEMPOTENCY_WAIT for the claim alone; when it runs out the
 // duplicate gets idempotency_in_progress.
+//
+// Patterns and rule ids: docs/patterns.md.
 type keyStore struct{ *repositories }
 
 // errRecordPurged: the expired record whose conflict stopped the claim's

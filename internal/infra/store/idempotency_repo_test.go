@@ -13,6 +13,8 @@ import (
 // the receipt at COMMIT, and then answers a claim of the same key with that
 // receipt; another fingerprint on the same key is refused
 // (EXT.IDEMPOTENCY.KEY.001, EXT.IDEMPOTENCY.REPLAY.001).
+//
+// Patterns and rule ids: docs/patterns.md.
 func TestKeyClaimCompleteReplay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

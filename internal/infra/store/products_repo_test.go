@@ -12,6 +12,7 @@ import (
 // ProductUpdate is guarded by the version: a stale version updates no row,
 // and the repository tells the stale version (409) from a missing product
 // (404) (EXT.CONCURRENCY.ADOPT.001).
+// Patterns and rule ids: docs/patterns.md.
 func TestProductUpdateGuardedByVersion(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -43,6 +44,7 @@ func TestProductUpdateGuardedByVersion(t *testing.T) {
 
 // The unique SKU is the constraint's to keep (pattern 1); its violation is
 // sku_taken, not a 500.
+// Patterns and rule ids: docs/patterns.md.
 func TestProductInsertTakenSKU(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
