@@ -217,12 +217,14 @@ ready=("$base_image" "$postgres_image" "$go_image" "$runtime_image")
 # builds its images, and adds their names to ready and exports.
 
 # 5. Profile `scale` (docker-compose.yml, deploy/scale/): HAProxy and
-#    PgBouncer from Debian's packages.
+#    PgBouncer from Debian's packages. The profile `ha` needs HAProxy too.
 for name in haproxy pgbouncer; do
 	dir=$here/local-images/$name
 	image_var=${name}_image
 	hash=$(printf '%s' "$base_id" | cat - "$dir/Dockerfile" | inputs_hash)
-	if [ "$want_scale" = 1 ] && ! up_to_date "${!image_var}" "$hash"; then
+	want=$want_scale
+	[ "$name" != haproxy ] || [ "$want_ha" = 0 ] || want=1
+	if [ "$want" = 1 ] && ! up_to_date "${!image_var}" "$hash"; then
 		in_background "${!image_var}" build "${!image_var}" "$hash" 60 "$dir"
 	fi
 done
@@ -237,7 +239,7 @@ done
 
 # 6. Profile `ha` (docker-compose.yml, deploy/ha/, docs/ha.md): Patroni 3.0
 #    with PostgreSQL 15, and etcd 3.4, from Debian's packages. HAProxy is
-#    the image of step 5. Names overridable: PATRONI_IMAGE, ETCD_IMAGE.
+#    the image of step 5 (built there for `ha` too). Names overridable: PATRONI_IMAGE, ETCD_IMAGE.
 patroni_image=${PATRONI_IMAGE:-$prefix/patroni:3.0}
 etcd_image=${ETCD_IMAGE:-$prefix/etcd:3.4}
 for name in patroni etcd; do
