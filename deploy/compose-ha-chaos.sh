@@ -122,6 +122,7 @@ for phase in $phases; do
 		-prefix "$phase" -out "$work/$phase.json" &
 	load_pid=$!
 	sleep "$fault_after"
+	fault_ms=$(date +%s%3N)
 	case $phase in
 	kill)
 		say "docker kill $leader"
@@ -148,6 +149,23 @@ for phase in $phases; do
 	sql "SELECT count(*) FROM idempotency_keys WHERE state = 'in_progress'" >"$work/$phase.inprogress"
 	sql "SELECT count(*) FROM idempotency_keys WHERE actor_id = '$cid'" >"$work/$phase.keys" || echo -1 >"$work/$phase.keys"
 	sql "SELECT id FROM orders" >"$work/all.orders"
+	# The server's side of the outage: the longest gap between two
+	# consecutive committed placements of this phase (transaction start
+	# times, one clock: the containers share the host's), whatever the
+	# clients' pacing.
+	sql "SELECT extract(epoch FROM prev) * 1000, extract(epoch FROM created_at) * 1000
+		FROM (SELECT created_at, lag(created_at) OVER (ORDER BY created_at) AS prev
+		      FROM orders WHERE customer_id = '$cid') g
+		WHERE prev IS NOT NULL ORDER BY created_at - prev DESC LIMIT 1" >"$work/$phase.gap"
+	# Where the time went: the cluster's and HAProxy's log lines since the
+	# fault (docker's timestamps, the same clock).
+	since=$(date -u -d "@$(( fault_ms / 1000 - 2 ))" +%Y-%m-%dT%H:%M:%SZ)
+	for node in patroni-1 patroni-2 patroni-3 ha-proxy; do
+		c=$(docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+			--filter "label=com.docker.compose.service=$node" | head -n 1)
+		[ -z "$c" ] || docker logs --timestamps --since "$since" "$c" 2>&1 | sed "s/^/$node /"
+	done >"$work/$phase.logs"
+	echo "$fault_ms" >"$work/$phase.fault"
 	curl -fsS "http://127.0.0.1:$receiver_port/counts" >"$work/counts.json"
 	check=ok
 	api check >"$work/$phase.check" 2>&1 || check=FAILED
@@ -174,6 +192,54 @@ print("%s: acknowledged %d, stored %d, lost %d, duplicates %d, keys %d, keys in 
       res["write_outage_seconds"], res["answers_503"], res["broken_connections"], res["other_statuses"],
       res["p50_ms"], res["p99_ms"], res["p99_after_outage_ms"], res["placements_per_second"],
       min(per, default=0), max(per, default=0), events_lost, ghosts, check))
+# Timeline, in seconds after the fault (docker kill or patronictl).
+fault = int(open(f"{work}/{phase}.fault").read()) / 1000
+def ts(stamp):
+    import datetime
+    d, frac = stamp.rstrip("Z").split(".") if "." in stamp else (stamp.rstrip("Z"), "0")
+    t = datetime.datetime.strptime(d, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
+    return t + float("0." + frac)
+first = {}
+marks = (("leader key released", "Leader key released", ""),
+         ("leader key taken", "session lock as a leader", ""),
+         ("leader key taken", "promoted self to leader", ""),
+         ("HAProxy: old leader out", "postgres-primary/", " is DOWN"),
+         ("HAProxy: writes to the new leader", "postgres-primary/", " is UP"),
+         ("HAProxy: an API replica out", "api/ha-api-", " is DOWN"),
+         ("HAProxy: API replicas back", "api/ha-api-", " is UP"))
+for line in open(f"{work}/{phase}.logs", errors="replace"):
+    parts = line.split(" ", 2)
+    if len(parts) < 3:
+        continue
+    node, stamp, text = parts
+    try:
+        t = ts(stamp) - fault
+    except ValueError:
+        continue
+    if t < -1:
+        continue
+    for label, needle, also in marks:
+        if needle in text and also in text and (label not in first or label.endswith("back")):
+            first[label] = (t, node)
+gap = open(f"{work}/{phase}.gap").read().split("|")
+steps = []
+if len(gap) == 2:
+    g0, g1 = float(gap[0]) / 1000 - fault, float(gap[1]) / 1000 - fault
+    steps.append(("last commit before the gap", g0))
+for label in dict.fromkeys(m[0] for m in marks):
+    if label in first:
+        steps.append((label, first[label][0]))
+if len(gap) == 2:
+    steps.append(("first commit after it", g1))
+if res["write_outage_from_unix_ms"]:
+    steps.append(("clients: first failure", res["write_outage_from_unix_ms"] / 1000 - fault))
+    steps.append(("clients: first placement after it", res["write_outage_to_unix_ms"] / 1000 - fault))
+steps.sort(key=lambda x: x[1])
+print("%s: write outage %.1f s (server: longest gap between commits), %.1f s (clients: first failure to the next placement); "
+      "p99 in flight during the outage %.0f ms, begun after it %.0f ms; timeline after the fault: %s" % (
+      phase, (g1 - g0) if len(gap) == 2 else -1, res["write_outage_seconds"],
+      res["p99_during_outage_ms"], res["p99_after_outage_ms"],
+      ", ".join("%s %+.1f s" % (l, t) for l, t in steps)))
 bad = lost or dups or inprog or events_lost or ghosts or check != "ok" or (keys >= 0 and keys != len(stored))
 sys.exit(1 if bad else 0)
 ' "$phase" "$work" "$check" || failed=1

@@ -5,11 +5,14 @@
 //	chaos load -url … -token … -product … -clients 16 -for 30s -out phase.json
 //
 // load places orders with fresh Idempotency-Keys from N clients, and retries
-// the same key on a 503 or a broken connection, as the contract tells
-// clients to, until it gets its 201 (or replayed 201). It writes the
-// acknowledged keys and order ids, the number of 503s and broken
-// connections, the write outage (first failed to first successful
-// placement after it) and the latency percentiles.
+// the same key on a 503, a 409 or a broken connection, as the contract tells
+// clients to, until it gets its 201 (or replayed 201); it retries after
+// -retry-pause (100 ms), not the Retry-After of 1 s, so that its own pacing
+// adds little to the outage it measures. It writes the acknowledged keys
+// and order ids, the number of 503s and broken connections, the longest
+// write outage seen by the clients together (first failed attempt to the
+// next successful placement, by any client) and the latency percentiles:
+// all, in flight during that outage, begun after it.
 package main
 
 import (
@@ -93,13 +96,23 @@ type result struct {
 	Unavailable  int               `json:"answers_503"`
 	Broken       int               `json:"broken_connections"`
 	Other        map[string]int    `json:"other_statuses"`
-	OutageSec    float64           `json:"write_outage_seconds"`
-	P50ms        float64           `json:"p50_ms"`
-	P99ms        float64           `json:"p99_ms"`
-	// P99AfterMs covers the placements begun once the longest outage was
-	// over.
-	P99AfterMs float64 `json:"p99_after_outage_ms"`
-	PerSecond  float64 `json:"placements_per_second"`
+	// OutageSec is the longest write outage seen by the clients together:
+	// from a failed attempt (503, 409 or a broken connection) to the first
+	// successful placement after it, by any client. OutageFrom and OutageTo
+	// are its bounds (Unix milliseconds), OutageTotalSec the sum of every
+	// such window.
+	OutageSec      float64 `json:"write_outage_seconds"`
+	OutageFrom     int64   `json:"write_outage_from_unix_ms"`
+	OutageTo       int64   `json:"write_outage_to_unix_ms"`
+	OutageTotalSec float64 `json:"write_outage_total_seconds"`
+	P50ms          float64 `json:"p50_ms"`
+	P99ms          float64 `json:"p99_ms"`
+	// P99DuringMs covers the placements in flight at some point of the
+	// longest outage (their retries included), P99AfterMs those begun once
+	// it was over.
+	P99DuringMs float64 `json:"p99_during_outage_ms"`
+	P99AfterMs  float64 `json:"p99_after_outage_ms"`
+	PerSecond   float64 `json:"placements_per_second"`
 }
 
 func load(args []string) error {
@@ -110,6 +123,10 @@ func load(args []string) error {
 	clients := fs.Int("clients", 16, "concurrent clients")
 	dur := fs.Duration("for", 30*time.Second, "how long to start new orders")
 	prefix := fs.String("prefix", "chaos", "Idempotency-Key prefix")
+	// The contract's Retry-After (1 s) is what a polite client waits; this
+	// load retries sooner so that the outage it measures is the server's,
+	// not its own pacing (at most this pause is added to it).
+	pause := fs.Duration("retry-pause", 100*time.Millisecond, "pause before retrying the same key")
 	out := fs.String("out", "", "result file (JSON)")
 	_ = fs.Parse(args)
 
@@ -117,15 +134,15 @@ func load(args []string) error {
 	body, _ := json.Marshal(map[string]any{"lines": []map[string]any{{"product_id": *product, "quantity": 1}}})
 	var mu sync.Mutex
 	res := result{Acknowledged: map[string]string{}, Other: map[string]int{}}
-	type sample struct {
-		begun time.Time
-		took  time.Duration
+	// placement: a key's first attempt to its 201; attempt: when an answer
+	// (or a broken connection) arrived, and whether it placed the order.
+	type placement struct{ begun, done time.Time }
+	type attempt struct {
+		at time.Time
+		ok bool
 	}
-	var lat []time.Duration
-	var samples []sample
-	var firstFail, recovered, outageEnd time.Time
-	var longest time.Duration
-	var outage time.Duration
+	var placements []placement
+	var attempts []attempt
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c := range *clients {
@@ -151,20 +168,13 @@ func load(args []string) error {
 						r.Body.Close()
 					}
 					now := time.Now()
+					ok := status == http.StatusCreated || status == http.StatusOK
 					mu.Lock()
+					attempts = append(attempts, attempt{now, ok})
 					switch {
-					case status == http.StatusCreated || status == http.StatusOK:
+					case ok:
 						res.Acknowledged[key] = order.ID
-						lat = append(lat, now.Sub(t0))
-						samples = append(samples, sample{t0, now.Sub(t0)})
-						if !firstFail.IsZero() && recovered.IsZero() {
-							recovered = now
-							if d := recovered.Sub(firstFail); d > longest {
-								longest, outageEnd = d, now
-							}
-							outage += recovered.Sub(firstFail)
-							firstFail, recovered = time.Time{}, time.Time{}
-						}
+						placements = append(placements, placement{t0, now})
 					case err != nil:
 						res.Broken++
 					case status == http.StatusServiceUnavailable:
@@ -172,22 +182,38 @@ func load(args []string) error {
 					default:
 						res.Other[fmt.Sprint(status)]++
 					}
-					if status != http.StatusCreated && status != http.StatusOK && firstFail.IsZero() {
-						firstFail = now
-					}
-					done := status == http.StatusCreated || status == http.StatusOK ||
-						(status != 0 && status != http.StatusServiceUnavailable && status != http.StatusConflict)
 					mu.Unlock()
-					if done {
+					// Retried with the same key: a 503, a 409 (the key is
+					// still in progress) or a broken connection.
+					if ok || (status != 0 && status != http.StatusServiceUnavailable && status != http.StatusConflict) {
 						break
 					}
-					time.Sleep(200 * time.Millisecond)
+					time.Sleep(*pause)
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+
+	// Outage windows: from a failed attempt to the next successful one.
+	slices.SortFunc(attempts, func(a, b attempt) int { return a.at.Compare(b.at) })
+	var from, to time.Time
+	var failed time.Time
+	var total time.Duration
+	for _, a := range attempts {
+		switch {
+		case !a.ok && failed.IsZero():
+			failed = a.at
+		case a.ok && !failed.IsZero():
+			d := a.at.Sub(failed)
+			total += d
+			if d > to.Sub(from) {
+				from, to = failed, a.at
+			}
+			failed = time.Time{}
+		}
+	}
 	pct := func(lat []time.Duration, p float64) float64 {
 		if len(lat) == 0 {
 			return 0
@@ -195,14 +221,24 @@ func load(args []string) error {
 		slices.Sort(lat)
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 	}
-	var after []time.Duration
-	for _, s := range samples {
-		if s.begun.After(outageEnd) {
-			after = append(after, s.took)
+	var all, during, after []time.Duration
+	for _, p := range placements {
+		took := p.done.Sub(p.begun)
+		all = append(all, took)
+		switch {
+		case from.IsZero():
+		case p.begun.After(to):
+			after = append(after, took)
+		case p.done.After(from):
+			during = append(during, took)
 		}
 	}
-	res.OutageSec = outage.Seconds()
-	res.P50ms, res.P99ms, res.P99AfterMs = pct(lat, 0.50), pct(lat, 0.99), pct(after, 0.99)
+	res.OutageSec, res.OutageTotalSec = to.Sub(from).Seconds(), total.Seconds()
+	if !from.IsZero() {
+		res.OutageFrom, res.OutageTo = from.UnixMilli(), to.UnixMilli()
+	}
+	res.P50ms, res.P99ms = pct(all, 0.50), pct(all, 0.99)
+	res.P99DuringMs, res.P99AfterMs = pct(during, 0.99), pct(after, 0.99)
 	res.PerSecond = float64(len(res.Acknowledged)) / elapsed.Seconds()
 	raw, _ := json.MarshalIndent(res, "", "  ")
 	if *out == "" {
