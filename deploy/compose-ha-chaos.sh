@@ -20,7 +20,8 @@
 # Environment: COMPOSE_PROJECT_NAME [ordersvc-ha-chaos], HA_PORT [18589],
 # CHAOS_RECEIVER_PORT [18588], CHAOS_PHASES ["kill switchover degraded"],
 # CHAOS_LOAD_SECONDS [25], CHAOS_FAULT_AFTER [6] (seconds into the load),
-# CHAOS_BUILD=0 (use API_IMAGE as it is, no build).
+# CHAOS_BUILD=0 (use API_IMAGE as it is, no build), CHAOS_LOG_DIR (keep each
+# phase's results and logs there).
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
@@ -160,12 +161,13 @@ for phase in $phases; do
 	# Where the time went: the cluster's and HAProxy's log lines since the
 	# fault (docker's timestamps, the same clock).
 	since=$(date -u -d "@$(( fault_ms / 1000 - 2 ))" +%Y-%m-%dT%H:%M:%SZ)
-	for node in patroni-1 patroni-2 patroni-3 ha-proxy; do
+	for node in patroni-1 patroni-2 patroni-3 ha-proxy ha-api-1 ha-api-2; do
 		c=$(docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
 			--filter "label=com.docker.compose.service=$node" | head -n 1)
 		[ -z "$c" ] || docker logs --timestamps --since "$since" "$c" 2>&1 | sed "s/^/$node /"
 	done >"$work/$phase.logs"
 	echo "$fault_ms" >"$work/$phase.fault"
+	[ -z "${CHAOS_LOG_DIR:-}" ] || { mkdir -p "$CHAOS_LOG_DIR"; cp "$work/$phase".* "$CHAOS_LOG_DIR"/; }
 	curl -fsS "http://127.0.0.1:$receiver_port/counts" >"$work/counts.json"
 	check=ok
 	api check >"$work/$phase.check" 2>&1 || check=FAILED
@@ -203,6 +205,8 @@ first = {}
 marks = (("leader key released", "Leader key released", ""),
          ("leader key taken", "session lock as a leader", ""),
          ("leader key taken", "promoted self to leader", ""),
+         ("PostgreSQL promoted", "selected new timeline ID", ""),
+         ("API: database not ready", "not ready", ""),
          ("HAProxy: old leader out", "postgres-primary/", " is DOWN"),
          ("HAProxy: writes to the new leader", "postgres-primary/", " is UP"),
          ("HAProxy: an API replica out", "api/ha-api-", " is DOWN"),

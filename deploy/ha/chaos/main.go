@@ -113,6 +113,14 @@ type result struct {
 	P99DuringMs float64 `json:"p99_during_outage_ms"`
 	P99AfterMs  float64 `json:"p99_after_outage_ms"`
 	PerSecond   float64 `json:"placements_per_second"`
+	// Failures lists every failed attempt: when (Unix milliseconds) and
+	// what (the status, or the connection error).
+	Failures []failure `json:"failures"`
+}
+
+type failure struct {
+	At   int64  `json:"at_unix_ms"`
+	What string `json:"what"`
 }
 
 func load(args []string) error {
@@ -177,10 +185,13 @@ func load(args []string) error {
 						placements = append(placements, placement{t0, now})
 					case err != nil:
 						res.Broken++
+						res.Failures = append(res.Failures, failure{now.UnixMilli(), err.Error()})
 					case status == http.StatusServiceUnavailable:
 						res.Unavailable++
+						res.Failures = append(res.Failures, failure{now.UnixMilli(), "503 " + r.Header.Get("X-Served-By")})
 					default:
 						res.Other[fmt.Sprint(status)]++
+						res.Failures = append(res.Failures, failure{now.UnixMilli(), fmt.Sprint(status)})
 					}
 					mu.Unlock()
 					// Retried with the same key: a 503, a 409 (the key is
