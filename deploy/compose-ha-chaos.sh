@@ -151,13 +151,13 @@ for phase in $phases; do
 	sql "SELECT count(*) FROM idempotency_keys WHERE actor_id = '$cid'" >"$work/$phase.keys" || echo -1 >"$work/$phase.keys"
 	sql "SELECT id FROM orders" >"$work/all.orders"
 	# The server's side of the outage: the longest gap between two
-	# consecutive committed placements of this phase (transaction start
-	# times, one clock: the containers share the host's), whatever the
-	# clients' pacing.
-	sql "SELECT extract(epoch FROM prev) * 1000, extract(epoch FROM created_at) * 1000
-		FROM (SELECT created_at, lag(created_at) OVER (ORDER BY created_at) AS prev
-		      FROM orders WHERE customer_id = '$cid') g
-		WHERE prev IS NOT NULL ORDER BY created_at - prev DESC LIMIT 1" >"$work/$phase.gap"
+	# consecutive commits of this phase's placements (commit timestamps,
+	# track_commit_timestamp; one clock: the containers share the host's),
+	# whatever the clients' pacing.
+	sql "SELECT extract(epoch FROM prev) * 1000, extract(epoch FROM at) * 1000
+		FROM (SELECT at, lag(at) OVER (ORDER BY at) AS prev
+		      FROM (SELECT pg_xact_commit_timestamp(xmin) AS at FROM orders WHERE customer_id = '$cid') c) g
+		WHERE prev IS NOT NULL ORDER BY at - prev DESC LIMIT 1" >"$work/$phase.gap"
 	# Where the time went: the cluster's and HAProxy's log lines since the
 	# fault (docker's timestamps, the same clock).
 	since=$(date -u -d "@$(( fault_ms / 1000 - 2 ))" +%Y-%m-%dT%H:%M:%SZ)
