@@ -186,14 +186,6 @@ dups = len(stored) - len(set(stored)) + max(0, len(stored) - len(res["acknowledg
 events_lost = sum(1 for o in stored if not counts.get(o))
 ghosts = sum(1 for o in counts if o not in all_orders)
 per = [len(counts.get(o, [])) for o in stored]
-print("%s: acknowledged %d, stored %d, lost %d, duplicates %d, keys %d, keys in progress %d, "
-      "write outage %.1f s, 503s %d, broken connections %d, other %s, p50 %.0f ms, p99 %.0f ms "
-      "(begun after the outage %.0f ms), %.1f placements/s, events per order %d..%d, events lost %d, "
-      "events for missing orders %d, api check %s" % (
-      phase, len(res["acknowledged"]), len(stored), lost, dups, keys, inprog,
-      res["write_outage_seconds"], res["answers_503"], res["broken_connections"], res["other_statuses"],
-      res["p50_ms"], res["p99_ms"], res["p99_after_outage_ms"], res["placements_per_second"],
-      min(per, default=0), max(per, default=0), events_lost, ghosts, check))
 # Timeline, in seconds after the fault (docker kill or patronictl).
 fault = int(open(f"{work}/{phase}.fault").read()) / 1000
 def ts(stamp):
@@ -239,11 +231,17 @@ if res["write_outage_from_unix_ms"]:
     steps.append(("clients: first failure", res["write_outage_from_unix_ms"] / 1000 - fault))
     steps.append(("clients: first placement after it", res["write_outage_to_unix_ms"] / 1000 - fault))
 steps.sort(key=lambda x: x[1])
-print("%s: write outage %.1f s (server: longest gap between commits), %.1f s (clients: first failure to the next placement); "
-      "p99 in flight during the outage %.0f ms, begun after it %.0f ms; timeline after the fault: %s" % (
-      phase, (g1 - g0) if len(gap) == 2 else -1, res["write_outage_seconds"],
-      res["p99_during_outage_ms"], res["p99_after_outage_ms"],
-      ", ".join("%s %+.1f s" % (l, t) for l, t in steps)))
+print("%s: acknowledged %d, stored %d, lost %d, duplicates %d, keys %d, keys in progress %d, "
+      "write outage %.1f s (server: longest gap between commits; clients: %.1f s from the first failure to the next placement), "
+      "503s %d, broken connections %d, other %s, p50 %.0f ms, p99 %.0f ms (in flight during the outage %.0f ms, "
+      "begun after it %.0f ms), %.1f placements/s, events per order %d..%d, events lost %d, "
+      "events for missing orders %d, api check %s" % (
+      phase, len(res["acknowledged"]), len(stored), lost, dups, keys, inprog,
+      (g1 - g0) if len(gap) == 2 else -1, res["write_outage_seconds"],
+      res["answers_503"], res["broken_connections"], res["other_statuses"],
+      res["p50_ms"], res["p99_ms"], res["p99_during_outage_ms"], res["p99_after_outage_ms"], res["placements_per_second"],
+      min(per, default=0), max(per, default=0), events_lost, ghosts, check))
+print("%s: timeline after the fault: %s" % (phase, ", ".join("%s %+.1f s" % (l, t) for l, t in steps)))
 bad = lost or dups or inprog or events_lost or ghosts or check != "ok" or (keys >= 0 and keys != len(stored))
 sys.exit(1 if bad else 0)
 ' "$phase" "$work" "$check" || failed=1
