@@ -13,8 +13,12 @@
 # After each: every acknowledged order stored exactly once (lost 0,
 # duplicates 0), one order per key, no key in progress, `api check` exits 0,
 # every stored order's order.placed delivered and no event for an order that
-# does not exist. Prints the figures of each phase; exits non-zero on any
-# violation. Needs the local images (deploy/build-local-images.sh) or a
+# does not exist. Prints the figures of each phase (the write outage on the
+# server's side: the longest gap between the phase's commit timestamps; and
+# as the clients saw it: first failure to the next placement; the clients
+# retry after 100 ms, not Retry-After, so that their pacing adds little) and
+# a timeline of the fault from Patroni's, PostgreSQL's and HAProxy's logs;
+# exits non-zero on any violation. Needs the local images (deploy/build-local-images.sh) or a
 # registry, docker compose, python3 and Go.
 #
 # Environment: COMPOSE_PROJECT_NAME [ordersvc-ha-chaos], HA_PORT [18589],
