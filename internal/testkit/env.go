@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ordersvc/ordersvc/internal/app"
@@ -37,53 +36,6 @@ type Env struct {
 	Options Options
 }
 
-// Options adjust an Env.
-type Options struct {
-	// Wrap replaces the transactor the use cases see, for example with a
-	// deliberately naive variant that a race test must catch. The commands
-	// keep the runner's key latch (unless NoKeyLatch); a wrapper that is an
-	// app.KeyLatch too replaces it, for a naive variant of what happens
-	// while a request waits on its key.
-	Wrap func(app.Transactor) app.Transactor
-	// KeyWait is IDEMPOTENCY_WAIT (default 10s; the service's is 5s).
-	KeyWait time.Duration
-	// KeyTTL is IDEMPOTENCY_TTL (default 24h).
-	KeyTTL time.Duration
-	// MaxConns sizes the pool (default 16).
-	MaxConns int32
-	// LockTimeout is DB_LOCK_TIMEOUT, the pool's lock_timeout (default 10s;
-	// the service's is 3s).
-	LockTimeout time.Duration
-	// NoKeyLatch turns the in-process key latch off: duplicates of a
-	// request then meet in the database, on the key's row, as they do when
-	// they reach different replicas. For tests of the database claim.
-	NoKeyLatch bool
-	// DatabaseURL, when set, is used instead of a fresh database.
-	DatabaseURL string
-	// RequestTimeout is REQUEST_TIMEOUT (default none); only the HTTP
-	// part (httpkit.New) reads it.
-	RequestTimeout time.Duration
-	// ReplicaReads makes the queries read the test server's standby
-	// (StandbyOf), which the test then holds for its whole life: Env.Standby.
-	ReplicaReads ReplicaReads
-	// ReadReplicaURL, with ReplicaWhenCurrent, is the replica to read
-	// instead of the standby (a test of a replica that is down).
-	ReadReplicaURL string
-}
-
-// ReplicaReads says how an Env's queries use a read replica.
-type ReplicaReads int
-
-const (
-	// NoReplica: every read goes to the primary (READ_DATABASE_URL unset).
-	NoReplica ReplicaReads = iota
-	// ReplicaWhenCurrent: the service's reader (store.ReplicaReader).
-	ReplicaWhenCurrent
-	// PlainReplicaReads is the naive variant: every query and every token
-	// check reads the replica, whatever its lag.
-	PlainReplicaReads
-)
-
 // New starts the service's core on a fresh database and creates one staff
 // actor.
 func New(t testing.TB, opts ...Options) *Env {
@@ -92,32 +44,16 @@ func New(t testing.TB, opts ...Options) *Env {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	// A race test queues many requests on one row or one key, and holds the
-	// first until the others have arrived; on a loaded machine that takes
-	// seconds. The waits are long enough that none ends for slowness (and
-	// below the 15 s statement_timeout); a test of a wait sets its own.
-	if o.KeyWait == 0 {
-		o.KeyWait = 10 * time.Second
-	}
-	if o.KeyTTL == 0 {
-		o.KeyTTL = 24 * time.Hour
-	}
-	if o.MaxConns == 0 {
-		o.MaxConns = 16
-	}
-	if o.LockTimeout == 0 {
-		o.LockTimeout = 10 * time.Second
-	}
+	o = o.withDefaults()
 	url := o.DatabaseURL
 	if url == "" {
 		url = DB(t)
 	}
 	ctx := context.Background()
-	lockTimeout := o.LockTimeout
 	hooks := &Hooks{}
 	pool, err := postgres.NewPool(ctx, postgres.PoolConfig{
 		URL: url, MaxConns: o.MaxConns,
-		StatementTimeout: 15 * time.Second, LockTimeout: lockTimeout, IdleInTxTimeout: 30 * time.Second,
+		StatementTimeout: 15 * time.Second, LockTimeout: o.LockTimeout, IdleInTxTimeout: 30 * time.Second,
 		ConnectTimeout: 3 * time.Second, Tracer: hooks,
 	})
 	if err != nil {
@@ -127,44 +63,14 @@ func New(t testing.TB, opts ...Options) *Env {
 	log := Logger(t)
 	reg := prometheus.NewRegistry()
 	runner := store.NewRunner(pool, log, reg, store.RetryPolicy{MaxAttempts: 10}, store.KeyConfig{
-		TTL: o.KeyTTL, Wait: o.KeyWait, LockTimeout: lockTimeout,
+		TTL: o.KeyTTL, Wait: o.KeyWait, LockTimeout: o.LockTimeout,
 	})
-	var transactor app.Transactor = runner
-	var latch app.KeyLatch = runner
-	if o.NoKeyLatch {
-		latch = nil
-	}
-	if o.Wrap != nil {
-		transactor = o.Wrap(transactor)
-		if l, ok := transactor.(app.KeyLatch); ok && latch != nil {
-			latch = l
-		}
-	}
+	transactor, latch := o.transactor(runner)
 	var reader app.Reader = runner
 	var standby *Standby
 	var plainReplica *store.Runner
 	if o.ReplicaReads != NoReplica {
-		replicaURL := o.ReadReplicaURL
-		if replicaURL == "" {
-			standby = StandbyOf(t)
-			standby.acquire(t)
-			replicaURL = standby.URL(databaseName(url))
-		}
-		replica, err := postgres.NewPool(ctx, postgres.PoolConfig{
-			URL: replicaURL, MaxConns: o.MaxConns,
-			StatementTimeout: 15 * time.Second, LockTimeout: lockTimeout, IdleInTxTimeout: 30 * time.Second,
-			ConnectTimeout: 3 * time.Second,
-		})
-		if err != nil {
-			t.Fatalf("open the replica pool: %v", err)
-		}
-		t.Cleanup(replica.Close)
-		if o.ReplicaReads == PlainReplicaReads {
-			plainReplica = store.NewRunner(replica, log, nil, store.RetryPolicy{}, store.KeyConfig{})
-			reader = plainReplica
-		} else {
-			reader = store.NewReplicaReader(runner, replica, log, reg)
-		}
+		reader, standby, plainReplica = o.replicaReader(t, url, runner, log, reg)
 	}
 	uc := app.New(app.Deps{Transactor: transactor, Reader: reader, Latch: latch})
 	if plainReplica != nil {
@@ -180,15 +86,6 @@ func New(t testing.TB, opts ...Options) *Env {
 		standby.CatchUp(t)
 	}
 	return e
-}
-
-// databaseName is the database a connection string names.
-func databaseName(u string) string {
-	cfg, err := pgx.ParseConfig(u)
-	if err != nil {
-		return ""
-	}
-	return cfg.Database
 }
 
 // Logger writes the service's logs into the test's output, warnings and up
@@ -239,23 +136,39 @@ func Metric(t testing.TB, reg *prometheus.Registry, name string, labels ...strin
 		if f.GetName() != name {
 			continue
 		}
-	series:
 		for _, m := range f.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue series
-				}
+			if hasLabels(m.GetLabel(), labels) {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum
+}
+
+// hasLabels reports whether pairs (a series' labels) include every name,
+// value pair of labels.
+func hasLabels[P labelPair](pairs []P, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		if !hasLabel(pairs, labels[i], labels[i+1]) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasLabel[P labelPair](pairs []P, name, value string) bool {
+	for _, lp := range pairs {
+		if lp.GetName() == name && lp.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
+
+// labelPair is a series' label as the registry gathers it.
+type labelPair interface {
+	GetName() string
+	GetValue() string
 }
 
 // Check runs what `api check` runs (store.Check) on the test's database and
