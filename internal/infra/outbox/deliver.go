@@ -40,61 +40,78 @@ func (d *Dispatcher) deliver(ctx context.Context, c Claim) (cut bool, err error)
 	finish := context.WithoutCancel(ctx)
 	safeUntil := c.start.Add(d.cfg.ClaimTimeout - d.cfg.HTTPTimeout - d.cfg.ClaimTimeout/10)
 	var (
-		mu        sync.Mutex
-		accepted  []uuid.UUID
-		abandoned []Delivery // in flight when ctx ended: released untried
-		failed    bool       // a transient failure: start nothing more
-		errs      []error
-		wg        sync.WaitGroup
+		out   outcomes
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, d.cfg.Concurrency)
+		next  = 0
 	)
-	slots := make(chan struct{}, d.cfg.Concurrency)
-	next := 0
 	for ; next < len(c.Events); next++ {
 		slots <- struct{}{} // wait for a free slot before deciding to start
-		mu.Lock()
-		stop := failed || len(errs) > 0
-		mu.Unlock()
-		if stop || ctx.Err() != nil || time.Now().After(safeUntil) {
+		if out.stopped() || ctx.Err() != nil || time.Now().After(safeUntil) {
 			<-slots
 			break
 		}
 		ev := c.Events[next]
 		wg.Go(func() {
 			defer func() { <-slots }()
-			sctx, span := d.startDelivery(ctx, ev)
-			res := d.sink.send(sctx, ev)
-			defer endDelivery(span, res)
-			switch {
-			case res.ok:
-				mu.Lock()
-				accepted = append(accepted, ev.ID)
-				mu.Unlock()
-			case ctx.Err() != nil:
-				mu.Lock()
-				abandoned = append(abandoned, ev)
-				mu.Unlock()
-			default:
-				fctx := finish
-				if span != nil {
-					fctx = trace.ContextWithSpan(finish, span) // the outcome's record is part of the delivery's trace
-				}
-				err := d.fail(fctx, c, ev, res)
-				mu.Lock()
-				failed = failed || !res.permanent
-				if err != nil {
-					// The outcome could not be recorded; the reaper will
-					// give the event back after the claim timeout.
-					errs = append(errs, err)
-				}
-				mu.Unlock()
-			}
+			d.deliverOne(ctx, finish, c, ev, &out)
 		})
 	}
 	wg.Wait()
-	cut = next < len(c.Events) || len(abandoned) > 0 || failed || len(errs) > 0
-	errs = append(errs, d.markDelivered(finish, c, accepted))
-	errs = append(errs, d.release(finish, c, append(abandoned, c.Events[next:]...)))
+	cut = next < len(c.Events) || len(out.abandoned) > 0 || out.failed || len(out.errs) > 0
+	errs := append(out.errs, d.markDelivered(finish, c, out.accepted))
+	errs = append(errs, d.release(finish, c, append(out.abandoned, c.Events[next:]...)))
 	return cut, errors.Join(errs...)
+}
+
+// outcomes collects what the deliveries of one batch came to, from their
+// goroutines.
+type outcomes struct {
+	mu        sync.Mutex
+	accepted  []uuid.UUID
+	abandoned []Delivery // in flight when ctx ended: released untried
+	failed    bool       // a transient failure: start nothing more
+	errs      []error    // outcomes that could not be recorded
+}
+
+// stopped says whether the batch should start no more deliveries.
+func (o *outcomes) stopped() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failed || len(o.errs) > 0
+}
+
+func (o *outcomes) add(f func(o *outcomes)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f(o)
+}
+
+// deliverOne sends one event and records its outcome: accepted (marked when
+// the batch ends), abandoned (ctx ended while it was in flight) or failed
+// (recorded now, on the claim; a failure that cannot be recorded is left
+// to the reaper, which gives the event back after the claim timeout).
+func (d *Dispatcher) deliverOne(ctx, finish context.Context, c Claim, ev Delivery, out *outcomes) {
+	sctx, span := d.startDelivery(ctx, ev)
+	res := d.sink.send(sctx, ev)
+	defer endDelivery(span, res)
+	switch {
+	case res.ok:
+		out.add(func(o *outcomes) { o.accepted = append(o.accepted, ev.ID) })
+	case ctx.Err() != nil:
+		out.add(func(o *outcomes) { o.abandoned = append(o.abandoned, ev) })
+	default:
+		if span != nil {
+			finish = trace.ContextWithSpan(finish, span) // the outcome's record is part of the delivery's trace
+		}
+		err := d.fail(finish, c, ev, res)
+		out.add(func(o *outcomes) {
+			o.failed = o.failed || !res.permanent
+			if err != nil {
+				o.errs = append(o.errs, err)
+			}
+		})
+	}
 }
 
 // startDelivery starts the span of one delivery attempt, when tracing is

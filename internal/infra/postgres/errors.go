@@ -61,37 +61,45 @@ func Translate(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		if strings.HasPrefix(pgErr.Code, sqlDataExceptionClass) {
-			// The domain's rules should have refused the value; this is the
-			// backstop that keeps a rule it lacks from becoming a 500.
-			return errors.Join(domain.ErrValueRejected, err)
-		}
-		switch pgErr.Code {
-		case sqlUniqueViolation:
-			if pgErr.ConstraintName == "products_sku_key" {
-				return domain.Errorf(domain.CodeSKUTaken, "a product with this sku already exists")
-			}
-		case sqlCheckViolation:
-			switch pgErr.ConstraintName {
-			case "stock_levels_stock_nonnegative":
-				return domain.Errorf(domain.CodeInsufficientStock, "not enough stock")
-			case "orders_paid_within_total":
-				return domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance")
-			case "orders_refund_within_paid":
-				return domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded")
-			}
-		case sqlLockNotAvailable, sqlQueryCanceled, sqlAdminShutdown, sqlCrashShutdown, sqlCannotConnectNow,
-			sqlReadOnlyTransaction:
-			return errors.Join(app.ErrUnavailable, err)
-		}
-		if strings.HasPrefix(pgErr.Code, "08") {
-			// Connection exceptions, such as PgBouncer's "server login has
-			// been failing, try again later" (08P01) while PostgreSQL is down.
-			return errors.Join(app.ErrUnavailable, err)
-		}
-		return err
+		return translateServerError(pgErr, err)
 	}
 	if isConnError(err) {
+		return errors.Join(app.ErrUnavailable, err)
+	}
+	return err
+}
+
+// constraintErrors are the domain outcomes of the constraints that back a
+// rule: a unique key that is a normal outcome (the SKU), and the CHECKs that
+// are the last line of defence behind a guarded statement (pattern 1).
+// Patterns and rule ids: docs/patterns.md.
+var constraintErrors = map[string]*domain.Error{
+	"products_sku_key":               domain.Errorf(domain.CodeSKUTaken, "a product with this sku already exists"),
+	"stock_levels_stock_nonnegative": domain.Errorf(domain.CodeInsufficientStock, "not enough stock"),
+	"orders_paid_within_total":       domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance"),
+	"orders_refund_within_paid":      domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded"),
+}
+
+// translateServerError is Translate for an error the server sent.
+func translateServerError(pgErr *pgconn.PgError, err error) error {
+	switch {
+	case strings.HasPrefix(pgErr.Code, sqlDataExceptionClass):
+		// The domain's rules should have refused the value; this is the
+		// backstop that keeps a rule it lacks from becoming a 500.
+		return errors.Join(domain.ErrValueRejected, err)
+	case pgErr.Code == sqlUniqueViolation || pgErr.Code == sqlCheckViolation:
+		if de, ok := constraintErrors[pgErr.ConstraintName]; ok {
+			return de
+		}
+		return err
+	case strings.HasPrefix(pgErr.Code, "08"):
+		// Connection exceptions, such as PgBouncer's "server login has
+		// been failing, try again later" (08P01) while PostgreSQL is down.
+		return errors.Join(app.ErrUnavailable, err)
+	}
+	switch pgErr.Code {
+	case sqlLockNotAvailable, sqlQueryCanceled, sqlAdminShutdown, sqlCrashShutdown, sqlCannotConnectNow,
+		sqlReadOnlyTransaction:
 		return errors.Join(app.ErrUnavailable, err)
 	}
 	return err
