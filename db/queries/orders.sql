@@ -11,8 +11,16 @@ SELECT @order_id::uuid,
        unnest(@quantities::int[]),
        unnest(@unit_prices::bigint[]);
 
--- name: OrderGet :one
-SELECT * FROM orders WHERE id = @id;
+-- name: OrderGet :many
+-- An order with its lines, in line order, in one statement: one row per
+-- line, the order's columns repeated on each. An order is always written
+-- with its lines (OrderInsert and OrderLinesInsert in one transaction; an
+-- order has 1 to 50 lines), so no row means no such order.
+SELECT sqlc.embed(o), l.product_id, l.quantity, l.unit_price_cents
+FROM orders o
+JOIN order_lines l ON l.order_id = o.id
+WHERE o.id = @id
+ORDER BY l.line_no;
 
 -- name: OrderLinesGet :many
 SELECT order_id, line_no, product_id, quantity, unit_price_cents

@@ -83,25 +83,56 @@ func (q *Queries) OrderAddRefund(ctx context.Context, db DBTX, arg OrderAddRefun
 	return i, err
 }
 
-const orderGet = `-- name: OrderGet :one
-SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents FROM orders WHERE id = $1
+const orderGet = `-- name: OrderGet :many
+SELECT o.id, o.customer_id, o.status, o.total_cents, o.paid_cents, o.version, o.created_at, o.updated_at, o.refunded_cents, l.product_id, l.quantity, l.unit_price_cents
+FROM orders o
+JOIN order_lines l ON l.order_id = o.id
+WHERE o.id = $1
+ORDER BY l.line_no
 `
 
-func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) (Order, error) {
-	row := db.QueryRow(ctx, orderGet, id)
-	var i Order
-	err := row.Scan(
-		&i.ID,
-		&i.CustomerID,
-		&i.Status,
-		&i.TotalCents,
-		&i.PaidCents,
-		&i.Version,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.RefundedCents,
-	)
-	return i, err
+type OrderGetRow struct {
+	Order          Order
+	ProductID      uuid.UUID
+	Quantity       int32
+	UnitPriceCents int64
+}
+
+// An order with its lines, in line order, in one statement: one row per
+// line, the order's columns repeated on each. An order is always written
+// with its lines (OrderInsert and OrderLinesInsert in one transaction; an
+// order has 1 to 50 lines), so no row means no such order.
+func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) ([]OrderGetRow, error) {
+	rows, err := db.Query(ctx, orderGet, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OrderGetRow
+	for rows.Next() {
+		var i OrderGetRow
+		if err := rows.Scan(
+			&i.Order.ID,
+			&i.Order.CustomerID,
+			&i.Order.Status,
+			&i.Order.TotalCents,
+			&i.Order.PaidCents,
+			&i.Order.Version,
+			&i.Order.CreatedAt,
+			&i.Order.UpdatedAt,
+			&i.Order.RefundedCents,
+			&i.ProductID,
+			&i.Quantity,
+			&i.UnitPriceCents,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const orderInsert = `-- name: OrderInsert :one

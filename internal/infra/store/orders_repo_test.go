@@ -3,14 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
-	"reflect"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
-	"github.com/ordersvc/ordersvc/internal/infra/store"
 )
 
 // insertOrder stores an order of 2 mugs and 1 plate (1,700 cents) through
@@ -25,8 +23,8 @@ func insertOrder(b *repoBundle, id uuid.UUID) *domain.Order {
 	return placed
 }
 
-// Get reads the order, then its lines: the same order Insert returned,
-// lines in order.
+// Get reads the order with its lines, in one statement: the same order
+// Insert returned, lines in order; a missing order is not_found.
 func TestOrderGetReadsWhatInsertWrote(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -42,36 +40,6 @@ func TestOrderGetReadsWhatInsertWrote(t *testing.T) {
 	}
 	if _, err := b.repos.Orders().Get(b.ctx, uuid.New()); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("missing order: %v, want not_found", err)
-	}
-	// The batched read that Get once was (docs/fast-path.md row 7) reads
-	// the same.
-	batched, err := store.GetOrderBatched(b.ctx, b.repos, orderID)
-	if err != nil || !reflect.DeepEqual(batched, got) {
-		t.Errorf("batched read %+v (%v), stepwise %+v", batched, err, got)
-	}
-}
-
-// BenchmarkOrderRead compares, in one run, an order read in one round trip
-// (OrderGet and OrderLinesGet batched, GetOrderBatched) with the plain path
-// of two that orderRepo.Get takes (docs/fast-path.md row 7). Read the ratio
-// of the two, not the figures.
-func BenchmarkOrderRead(b *testing.B) {
-	bundle := setup(b)
-	insertOrder(bundle, orderID)
-	for _, c := range []struct {
-		name string
-		read func() (*domain.Order, error)
-	}{
-		{"batched", func() (*domain.Order, error) { return store.GetOrderBatched(bundle.ctx, bundle.repos, orderID) }},
-		{"stepwise", func() (*domain.Order, error) { return bundle.repos.Orders().Get(bundle.ctx, orderID) }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := c.read(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
 

@@ -58,10 +58,10 @@ func TestRoundTripsOfAPlacement(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("read: %d %s", res.Status, res.Body)
 	}
-	// Two statements, two round trips: batching them (docs/fast-path.md row
-	// 7) measured no gain at the service level and was taken out. Outside
-	// a transaction the guards go in front of each statement.
-	check(t, "order read", read, []string{"GuardsSet ActorByTokenHash OrderGet", "GuardsSet OrderLinesGet"})
+	// One statement (OrderGet joins the lines), the token check and the
+	// guards in front of it: outside a transaction the guards go in front
+	// of each statement.
+	check(t, "order read", read, []string{"GuardsSet ActorByTokenHash OrderGet"})
 }
 
 func check(t *testing.T, what string, trips [][]string, want []string) {
