@@ -39,6 +39,14 @@ type Conn interface {
 	// error. call makes one generated call whose only result is its error
 	// (see Batch).
 	AtCommit(call func(db dbsqlc.DBTX) error) error
+	// Ahead runs call's statement ahead of the transaction, while the
+	// transaction has sent nothing: on its connection, in the implicit
+	// transaction of one round trip of its own, with the guards and the
+	// request's pending token check in front; BEGIN still goes out with
+	// the next statement. It reports false and runs nothing once the
+	// transaction has begun, or outside a transaction. call makes one
+	// generated call (see Batch).
+	Ahead(ctx context.Context, call func(db dbsqlc.DBTX) error) (bool, error)
 }
 
 var (
@@ -251,6 +259,25 @@ func (t *pipe) AtCommit(call func(db dbsqlc.DBTX) error) error {
 	}
 	t.deferred.Add(call)
 	return nil
+}
+
+// FAST PATH (docs/fast-path.md #12): a read ahead of the transaction.
+//
+// Ahead implements Conn. The read sees what was committed before it, like
+// a read outside any transaction: it suits a record that no transaction
+// changes once committed (a completed idempotency record). A use case that
+// answers from it sends nothing else: commit then has no transaction to
+// end, and the request took one round trip.
+func (t *pipe) Ahead(ctx context.Context, call func(db dbsqlc.DBTX) error) (bool, error) {
+	if t.begin == "" || t.deferred.Len() > 0 {
+		return false, nil
+	}
+	begin := t.begin
+	t.begin = "" // SendBatch then sends the guards and the check, not BEGIN
+	defer func() { t.begin = begin }()
+	var b Batch
+	b.Add(call)
+	return true, b.Send(ctx, t)
 }
 
 // commit sends the deferred statements and COMMIT in one round trip. A

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
@@ -233,5 +234,48 @@ func TestCommitSettlesAPendingTokenCheck(t *testing.T) {
 		case naive:
 			t.Logf("naive commit: %v, check still pending: %v", err, check.Pending())
 		}
+	}
+}
+
+// A statement run ahead of a transaction (Conn.Ahead) runs on its own, in
+// its own implicit transaction, before BEGIN; the transaction that follows
+// is whole; once it has begun, or outside a transaction, Ahead runs nothing.
+func TestAheadRunsBeforeTheTransaction(t *testing.T) {
+	t.Parallel()
+	e := testkit.New(t)
+	ctx := context.Background()
+	e.Exec(`CREATE TABLE t (v int)`)
+	txid := func(db dbsqlc.DBTX, v *int64) error { return db.QueryRow(ctx, `SELECT txid_current()`).Scan(v) }
+	err := e.Runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
+		db := testkit.Conn(tx).(postgres.Conn)
+		var ahead, again, inTx int64
+		if ran, err := db.Ahead(ctx, func(db dbsqlc.DBTX) error { return txid(db, &ahead) }); !ran || err != nil {
+			t.Fatalf("ahead of an unbegun transaction: ran %v, %v", ran, err)
+		}
+		if ran, err := db.Ahead(ctx, func(db dbsqlc.DBTX) error { return txid(db, &again) }); !ran || err != nil || again == ahead {
+			t.Fatalf("second read ahead: ran %v, %v, txid %d then %d: not a transaction of its own", ran, err, ahead, again)
+		}
+		if _, err := db.Exec(ctx, `INSERT INTO t VALUES (1)`); err != nil {
+			return err
+		}
+		if err := txid(db, &inTx); err != nil {
+			return err
+		}
+		if inTx == again {
+			t.Errorf("the transaction took the read's txid %d", inTx)
+		}
+		if ran, _ := db.Ahead(ctx, func(db dbsqlc.DBTX) error { return txid(db, &ahead) }); ran {
+			t.Error("Ahead ran inside a begun transaction")
+		}
+		return errors.New("abort")
+	})
+	if err == nil || err.Error() != "abort" {
+		t.Fatalf("InTx: %v", err)
+	}
+	if n := e.QueryInt(`SELECT count(*) FROM t`); n != 0 {
+		t.Errorf("the aborted transaction kept %d rows", n)
+	}
+	if ran, _ := testkit.Conn(e.Runner.WithoutTx(nil)).(postgres.Conn).Ahead(ctx, func(db dbsqlc.DBTX) error { return txid(db, new(int64)) }); ran {
+		t.Error("Ahead ran outside a transaction")
 	}
 }

@@ -28,6 +28,9 @@ type repositories struct {
 	db   postgres.Conn
 	q    *dbsqlc.Queries
 	keys KeyConfig
+	// recent, when not nil, is the Runner's memory of the keys it claimed
+	// (keyStore.Claim reads those ahead of the transaction).
+	recent *recentKeys
 }
 
 var _ app.Repositories = (*repositories)(nil)

@@ -47,10 +47,9 @@ func TestRoundTripsOfAPlacement(t *testing.T) {
 	if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay: %d %v %s", res.Status, res.Header, res.Body)
 	}
-	check(t, "replay", replay, []string{
-		"begin GuardsSet IdempotencySetLockTimeout IdempotencyClaim IdempotencySetLockTimeout ActorByTokenHash IdempotencyGet",
-		"commit",
-	})
+	// The key was claimed by this process: its record is read ahead of the
+	// transaction, which is then never begun (docs/fast-path.md row 12).
+	check(t, "replay", replay, []string{"GuardsSet ActorByTokenHash IdempotencyGet"})
 
 	stop = e.Hooks.Record()
 	res = e.Do("GET", "/v1/orders/"+res.String("id"), customer.Token, nil)

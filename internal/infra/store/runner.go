@@ -22,6 +22,9 @@ type Runner struct {
 	keys  KeyConfig
 	q     *dbsqlc.Queries
 	latch *keyLatch
+	// recent holds the keys claimed lately, whose records are read ahead
+	// of the transaction (docs/fast-path.md #12).
+	recent *recentKeys
 }
 
 // NewRunner returns a use-case runner on pool. Its metrics are registered
@@ -29,7 +32,7 @@ type Runner struct {
 func NewRunner(pool *postgres.Pool, log *slog.Logger, reg prometheus.Registerer, retry RetryPolicy, keys KeyConfig) *Runner {
 	return &Runner{
 		tx: postgres.NewRunner(pool, log, reg, retry), keys: keys, q: dbsqlc.New(),
-		latch: newKeyLatch(reg),
+		latch: newKeyLatch(reg), recent: newRecentKeys(),
 	}
 }
 
@@ -63,7 +66,7 @@ func (r *Runner) WithoutTx(auth *app.AuthCheck) app.Repositories {
 }
 
 func (r *Runner) bind(db postgres.Conn) *repositories {
-	return &repositories{db: db, q: r.q, keys: r.keys}
+	return &repositories{db: db, q: r.q, keys: r.keys, recent: r.recent}
 }
 
 // Ping checks that the database answers.
