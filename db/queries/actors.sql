@@ -17,16 +17,22 @@ SELECT * FROM actors WHERE id = @id;
 -- write that moves it needs this row.
 SELECT credit_limit_cents, balance_cents, active FROM actors WHERE id = @id FOR NO KEY UPDATE;
 
--- name: ActorChargeBalance :execrows
+-- name: ActorChargeBalance :exec
 -- Placement adds the order's total to the customer's outstanding balance in
 -- one guarded atomic statement (pattern 2): the new value is computed by the
 -- row, never in the application, and the guard refuses to pass the credit
--- limit. Placement holds the row lock already, so the guard agrees with the
--- check made on the locked row; no row means over the limit.
+-- limit. The guard fails the statement instead of matching no row: past the
+-- limit the new balance is NULL, which the column's NOT NULL refuses (23502,
+-- translated to credit_limit_exceeded). A refusal thus aborts the
+-- transaction even when the charge goes out with COMMIT (the pipelined
+-- placement), where a row count would be read only once committed.
+-- Placement holds the row lock already, so the guard agrees with the check
+-- made on the locked row and is the last line of defence.
 -- Patterns and rule ids: docs/patterns.md.
 UPDATE actors
-SET balance_cents = balance_cents + @amount_cents::bigint
-WHERE id = @id AND balance_cents + @amount_cents::bigint <= credit_limit_cents;
+SET balance_cents = CASE WHEN balance_cents + @amount_cents::bigint <= credit_limit_cents
+                         THEN balance_cents + @amount_cents::bigint END
+WHERE id = @id;
 
 -- name: ActorReleaseBalance :execrows
 -- A payment takes its amount off the balance, a cancellation what the order

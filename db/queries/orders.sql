@@ -1,6 +1,8 @@
 -- name: OrderInsert :one
-INSERT INTO orders (id, customer_id, status, total_cents)
-VALUES (@id, @customer_id, 'placed', @total_cents)
+-- The creation time comes from the caller, like the id: the pipelined
+-- placement renders its answer before this insert goes out with COMMIT.
+INSERT INTO orders (id, customer_id, status, total_cents, created_at, updated_at)
+VALUES (@id, @customer_id, 'placed', @total_cents, @created_at, @created_at)
 RETURNING *;
 
 -- name: OrderLinesInsert :exec

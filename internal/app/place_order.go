@@ -39,7 +39,7 @@ import (
 //
 // The locks and the writes go through repos.Placement(), whose statements
 // are those of the actor, stock and order repositories in this order; the
-// service sends steps 1 and 2 in one round trip and step 4 in another
+// service sends steps 1 and 2 in one round trip and step 4 with COMMIT
 // (internal/infra/store/placement.go).
 //
 // Codes: forbidden (not a customer), unauthenticated (the customer was

@@ -157,7 +157,7 @@ type ActorRepo interface {
 	LockForOrder(ctx context.Context, id uuid.UUID) (domain.Credit, error)
 	// ChargeBalance adds amount to the customer's balance in one guarded
 	// statement that refuses to pass the credit limit; it reports false
-	// when the guard refused.
+	// when the guard refused, and the transaction can then only roll back.
 	ChargeBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) (bool, error)
 	// ReleaseBalance takes amount off the customer's balance in one guarded
 	// statement that refuses to go below zero; a refusal is an error, since

@@ -70,10 +70,11 @@ func (q *Queries) ActorByTokenHash(ctx context.Context, db DBTX, tokenHash []byt
 	return i, err
 }
 
-const actorChargeBalance = `-- name: ActorChargeBalance :execrows
+const actorChargeBalance = `-- name: ActorChargeBalance :exec
 UPDATE actors
-SET balance_cents = balance_cents + $1::bigint
-WHERE id = $2 AND balance_cents + $1::bigint <= credit_limit_cents
+SET balance_cents = CASE WHEN balance_cents + $1::bigint <= credit_limit_cents
+                         THEN balance_cents + $1::bigint END
+WHERE id = $2
 `
 
 type ActorChargeBalanceParams struct {
@@ -84,15 +85,17 @@ type ActorChargeBalanceParams struct {
 // Placement adds the order's total to the customer's outstanding balance in
 // one guarded atomic statement (pattern 2): the new value is computed by the
 // row, never in the application, and the guard refuses to pass the credit
-// limit. Placement holds the row lock already, so the guard agrees with the
-// check made on the locked row; no row means over the limit.
+// limit. The guard fails the statement instead of matching no row: past the
+// limit the new balance is NULL, which the column's NOT NULL refuses (23502,
+// translated to credit_limit_exceeded). A refusal thus aborts the
+// transaction even when the charge goes out with COMMIT (the pipelined
+// placement), where a row count would be read only once committed.
+// Placement holds the row lock already, so the guard agrees with the check
+// made on the locked row and is the last line of defence.
 // Patterns and rule ids: docs/patterns.md.
-func (q *Queries) ActorChargeBalance(ctx context.Context, db DBTX, arg ActorChargeBalanceParams) (int64, error) {
-	result, err := db.Exec(ctx, actorChargeBalance, arg.AmountCents, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+func (q *Queries) ActorChargeBalance(ctx context.Context, db DBTX, arg ActorChargeBalanceParams) error {
+	_, err := db.Exec(ctx, actorChargeBalance, arg.AmountCents, arg.ID)
+	return err
 }
 
 const actorCountOtherActiveStaff = `-- name: ActorCountOtherActiveStaff :one

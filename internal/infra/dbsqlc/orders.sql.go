@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -136,8 +137,8 @@ func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) ([]OrderG
 }
 
 const orderInsert = `-- name: OrderInsert :one
-INSERT INTO orders (id, customer_id, status, total_cents)
-VALUES ($1, $2, 'placed', $3)
+INSERT INTO orders (id, customer_id, status, total_cents, created_at, updated_at)
+VALUES ($1, $2, 'placed', $3, $4, $4)
 RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
 `
 
@@ -145,10 +146,18 @@ type OrderInsertParams struct {
 	ID         uuid.UUID
 	CustomerID uuid.UUID
 	TotalCents int64
+	CreatedAt  time.Time
 }
 
+// The creation time comes from the caller, like the id: the pipelined
+// placement renders its answer before this insert goes out with COMMIT.
 func (q *Queries) OrderInsert(ctx context.Context, db DBTX, arg OrderInsertParams) (Order, error) {
-	row := db.QueryRow(ctx, orderInsert, arg.ID, arg.CustomerID, arg.TotalCents)
+	row := db.QueryRow(ctx, orderInsert,
+		arg.ID,
+		arg.CustomerID,
+		arg.TotalCents,
+		arg.CreatedAt,
+	)
 	var i Order
 	err := row.Scan(
 		&i.ID,

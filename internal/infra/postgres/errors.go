@@ -17,6 +17,7 @@ import (
 // SQLSTATE codes that the service treats specially.
 const (
 	sqlDataExceptionClass   = "22" // 22001 too long, 22003 out of range, 22021 U+0000 in text, …
+	sqlNotNullViolation     = "23502"
 	sqlUniqueViolation      = "23505"
 	sqlCheckViolation       = "23514"
 	sqlSerializationFailure = "40001"
@@ -33,7 +34,8 @@ const (
 )
 
 // Translate maps driver errors to the errors the application switches on, in
-// one place: unique and check violations become domain outcomes, no rows
+// one place: unique and check violations, and the charge past a credit
+// limit (a NOT NULL violation, ActorChargeBalance), become domain outcomes, no rows
 // becomes not found, a data exception (class 22: a value the database will
 // not store) in a statement that carries the caller's values becomes
 // domain.ErrValueRejected (never one in the service's own settings, see
@@ -92,6 +94,10 @@ func translateServerError(pgErr *pgconn.PgError, err error) error {
 			return de
 		}
 		return err
+	case pgErr.Code == sqlNotNullViolation && pgErr.TableName == "actors" && pgErr.ColumnName == "balance_cents":
+		// ActorChargeBalance's guard: past the limit, the new balance is
+		// NULL.
+		return domain.ErrCreditRefused
 	case strings.HasPrefix(pgErr.Code, "08"):
 		// Connection exceptions, such as PgBouncer's "server login has
 		// been failing, try again later" (08P01) while PostgreSQL is down.

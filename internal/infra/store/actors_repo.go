@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -52,9 +53,15 @@ func toCreditState(r dbsqlc.ActorLockForOrderRow) domain.Credit {
 	return domain.Credit{Limit: domain.Cents(r.CreditLimitCents), Balance: domain.Cents(r.BalanceCents), Active: r.Active}
 }
 
+// ChargeBalance reports a refusal of the guard as false. The refusal failed
+// the statement (ActorChargeBalance), so the transaction is aborted: the
+// caller can only roll back.
 func (r actorRepo) ChargeBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) (bool, error) {
-	n, err := r.q.ActorChargeBalance(ctx, r.db, dbsqlc.ActorChargeBalanceParams{ID: customer, AmountCents: int64(amount)})
-	return n == 1, wrap("actors.charge_balance", err)
+	err := wrap("actors.charge_balance", r.q.ActorChargeBalance(ctx, r.db, dbsqlc.ActorChargeBalanceParams{ID: customer, AmountCents: int64(amount)}))
+	if errors.Is(err, domain.ErrCreditRefused) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (r actorRepo) ReleaseBalance(ctx context.Context, customer uuid.UUID, amount domain.Cents) error {

@@ -14,20 +14,31 @@ import (
 )
 
 // ActorChargeBalance refuses in one guarded statement to take the balance
-// past the credit limit (ADR 0007): zero rows, reported as false, and the
-// balance stays. ActorReleaseBalance refuses to go below zero, which only a
+// past the credit limit (ADR 0007): the statement fails (the transaction
+// can only roll back), reported as false, and the balance stays. ActorReleaseBalance refuses to go below zero, which only a
 // balance that differs from its orders can cause: an error that says to run
 // api check.
 func TestActorBalanceGuarded(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	errRefused := errors.New("refused")
 	charge := func(amount domain.Cents) bool {
 		t.Helper()
 		var ok bool
-		b.inTx(func(ctx context.Context, repos app.Repositories) (err error) {
-			ok, err = repos.Actors().ChargeBalance(ctx, customerID, amount)
+		err := b.runner.InTx(b.ctx, nil, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) (err error) {
+			if ok, err = repos.Actors().ChargeBalance(ctx, customerID, amount); err == nil && !ok {
+				// The refusal failed the statement: the transaction is
+				// aborted.
+				if _, err := repos.Actors().LockForOrder(ctx, customerID); err == nil {
+					t.Error("the transaction went on after a refused charge")
+				}
+				return errRefused
+			}
 			return err
 		})
+		if err != nil && !errors.Is(err, errRefused) {
+			t.Fatal(err)
+		}
 		return ok
 	}
 	if !charge(creditLimit - 1) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -14,7 +15,7 @@ import (
 type orderRepo struct{ *repositories }
 
 func (r orderRepo) Insert(ctx context.Context, o *domain.Order) (*domain.Order, error) {
-	row, err := r.q.OrderInsert(ctx, r.db, orderInsertParams(o))
+	row, err := r.q.OrderInsert(ctx, r.db, orderInsertParams(o, creationTime()))
 	if err != nil {
 		return nil, wrap("orders.insert", err)
 	}
@@ -24,9 +25,14 @@ func (r orderRepo) Insert(ctx context.Context, o *domain.Order) (*domain.Order, 
 	return toOrder(row, o.Lines())
 }
 
-func orderInsertParams(o *domain.Order) dbsqlc.OrderInsertParams {
-	return dbsqlc.OrderInsertParams{ID: o.ID(), CustomerID: o.CustomerID(), TotalCents: int64(o.Total())}
+func orderInsertParams(o *domain.Order, at time.Time) dbsqlc.OrderInsertParams {
+	return dbsqlc.OrderInsertParams{ID: o.ID(), CustomerID: o.CustomerID(), TotalCents: int64(o.Total()), CreatedAt: at}
 }
+
+// creationTime is a new row's created_at, read from the service's clock
+// like a new id, to the microsecond that PostgreSQL keeps: the order the
+// service answers with is then the one stored.
+func creationTime() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 func orderLinesParams(o *domain.Order) dbsqlc.OrderLinesInsertParams {
 	n := len(o.Lines())

@@ -16,7 +16,7 @@ import (
 // placementRepo is the repositories' placement store (app.PlacementStore),
 // pipelined: the statements of ActorRepo.LockForOrder and StockRepo.LockRows
 // go out as one batch, those of ActorRepo.ChargeBalance, StockRepo.AddStock
-// and OrderRepo.Insert as another. The server executes a batch's statements
+// and OrderRepo.Insert with COMMIT. The server executes a batch's statements
 // one after the other in the order queued and stops at the first error, so
 // the locks are taken in the same global order (customer, then stock rows by
 // product id) and every error is the one the stepwise calls
@@ -52,31 +52,37 @@ func (s placementRepo) LockForPlacement(ctx context.Context, customer uuid.UUID,
 	return out, nil
 }
 
+// FAST PATH (docs/fast-path.md #4, #8): the writes go out with COMMIT.
+//
+// WritePlacement queues the writes to go out with COMMIT (postgres.Conn's
+// AtCommit), ahead of the outbox event and the key record, in the round
+// trip that commits: every value is known here (the id, the creation
+// time, the amounts), and no write answers anything the placement needs.
+// Each write that can refuse fails its statement, so a refusal fails the
+// commit and nothing is kept: CHECK (stock >= 0), the order's constraints,
+// and the charge's guard, whose refusal is a NOT NULL violation
+// (ActorChargeBalance), never a row count read after COMMIT. Under the
+// customer's row lock the charge cannot be refused anyway: domain.Place
+// checked the limit on the locked row.
 func (s placementRepo) WritePlacement(ctx context.Context, o *domain.Order, take map[uuid.UUID]int64) (*domain.Order, error) {
-	var row dbsqlc.Order
 	// The arguments are built once, outside the calls: each call runs twice
-	// (postgres.Batch), and a map walked inside it would differ between runs.
+	// (postgres.Batch), and a map walked or a clock read inside it would
+	// differ between runs.
+	at := creationTime()
 	charge := dbsqlc.ActorChargeBalanceParams{ID: o.CustomerID(), AmountCents: int64(o.Total())}
-	deltas, order, lines := addStockParams(take), orderInsertParams(o), orderLinesParams(o)
-	var b postgres.Batch
-	b.Add(func(db dbsqlc.DBTX) error {
-		n, err := s.q.ActorChargeBalance(ctx, db, charge)
-		if err != nil {
+	deltas, order, lines := addStockParams(take), orderInsertParams(o, at), orderLinesParams(o)
+	for _, call := range []func(db dbsqlc.DBTX) error{
+		func(db dbsqlc.DBTX) error { return s.q.ActorChargeBalance(ctx, db, charge) },
+		func(db dbsqlc.DBTX) error { return s.q.StockAddDeltas(ctx, db, deltas) },
+		func(db dbsqlc.DBTX) error {
+			_, err := s.q.OrderInsert(ctx, db, order) // the row is o, as built here
 			return err
+		},
+		func(db dbsqlc.DBTX) error { return s.q.OrderLinesInsert(ctx, db, lines) },
+	} {
+		if err := s.db.AtCommit(call); err != nil {
+			return nil, wrap("placement.write_placement", err)
 		}
-		if n != 1 {
-			return domain.ErrCreditRefused
-		}
-		return nil
-	})
-	b.Add(func(db dbsqlc.DBTX) error { return s.q.StockAddDeltas(ctx, db, deltas) })
-	b.Add(func(db dbsqlc.DBTX) (err error) {
-		row, err = s.q.OrderInsert(ctx, db, order)
-		return err
-	})
-	b.Add(func(db dbsqlc.DBTX) error { return s.q.OrderLinesInsert(ctx, db, lines) })
-	if err := b.Send(ctx, s.db); err != nil {
-		return nil, wrap("placement.write_placement", err)
 	}
-	return toOrder(row, o.Lines())
+	return domain.RehydrateOrder(o.ID(), o.CustomerID(), o.Status(), o.Lines(), o.Total(), 0, 0, o.Version(), at, at), nil
 }

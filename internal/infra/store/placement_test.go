@@ -11,7 +11,10 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/infra/store"
+	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
 // placement is one way to run a placement's statements on repositories.
@@ -58,7 +61,10 @@ func (b *repoBundle) place(p placement, id uuid.UUID, qty map[uuid.UUID]domain.Q
 			"total_cents": placed.Total(), "lines": len(placed.Lines()),
 		}})
 	})
-	return locks, placed, err
+	if err != nil {
+		return locks, nil, err // what the caller gets: the pipelined writes failed the commit
+	}
+	return locks, placed, nil
 }
 
 // rows dumps what a placement writes, without ids made at run time and
@@ -115,6 +121,14 @@ func TestPlacementPipelinedAndStepwiseWriteTheSameRows(t *testing.T) {
 			locks, placed, err := b.place(p, o.id, o.qty)
 			if placed != nil {
 				results = append(results, placed.ID(), placed.Status(), placed.Total(), placed.Paid(), placed.Version(), placed.Lines())
+				// The order returned is the one stored, timestamps
+				// included (the pipelined path builds it without reading
+				// it back).
+				stored, err := b.repos.Orders().Get(b.ctx, placed.ID())
+				if err != nil || !stored.CreatedAt().Equal(placed.CreatedAt()) || !stored.UpdatedAt().Equal(placed.UpdatedAt()) ||
+					!reflect.DeepEqual(stored.Lines(), placed.Lines()) || stored.Version() != placed.Version() {
+					t.Errorf("returned %+v, stored %+v (%v)", placed, stored, err)
+				}
 			}
 			results = append(results, locks, err)
 		}
@@ -140,4 +154,60 @@ func TestPlacementPipelinedAndStepwiseWriteTheSameRows(t *testing.T) {
 	if strings.Join(n.rows(), "\n") == strings.Join(sRows, "\n") {
 		t.Error("the naive variant (stock not taken) left the same rows: the comparison sees nothing")
 	}
+}
+
+// The pipelined writes go out with COMMIT, so a write that refuses must fail
+// its statement: a row count would be read only once committed. A charge
+// past the credit limit (domain.Place refuses it first under the lock; here
+// the write is called without that check) fails the commit, and nothing of
+// the placement is kept. The naive variant, the charge's guard as a row
+// count (zero rows: refused) sent with COMMIT, commits the order and takes
+// the stock without charging the balance: the test catches it.
+func TestPlacementChargeRefusedAtCommitKeepsNothing(t *testing.T) {
+	t.Parallel()
+	write := func(naive bool) (*repoBundle, error) {
+		b := setup(t)
+		err := b.runner.InTx(b.ctx, nil, app.ReadCommitted, func(ctx context.Context, repos app.Repositories) error {
+			if _, err := repos.Placement().LockForPlacement(ctx, customerID, []uuid.UUID{mugID}); err != nil {
+				return err
+			}
+			o := newOrder(b.t, orderID, line(mugID, creditLimit, 2)) // twice the limit
+			if naive {
+				db := testkit.Conn(repos).(postgres.Conn)
+				if err := db.AtCommit(func(db dbsqlc.DBTX) error {
+					tag, err := db.Exec(ctx, "-- name: NaiveChargeBalance\nUPDATE actors SET balance_cents = balance_cents + $2 WHERE id = $1 AND balance_cents + $2 <= credit_limit_cents",
+						customerID, int64(o.Total()))
+					if err == nil && tag.RowsAffected() != 1 {
+						return domain.ErrCreditRefused // read after COMMIT: too late
+					}
+					return err
+				}); err != nil {
+					return err
+				}
+				_, err := repos.Orders().Insert(ctx, o)
+				return err
+			}
+			_, err := repos.Placement().WritePlacement(ctx, o, map[uuid.UUID]int64{mugID: -2})
+			return err
+		})
+		return b, err
+	}
+	kept := func(b *repoBundle) (orders, stock, balance int) {
+		return b.queryInt(`SELECT count(*) FROM orders`), b.queryInt(`SELECT stock FROM stock_levels WHERE product_id = $1`, mugID),
+			b.queryInt(`SELECT balance_cents FROM actors WHERE id = $1`, customerID)
+	}
+	b, err := write(false)
+	if !errors.Is(err, domain.ErrCreditRefused) {
+		t.Fatalf("a charge past the limit: %v, want credit_limit_exceeded", err)
+	}
+	if orders, stock, balance := kept(b); orders != 0 || stock != 10 || balance != 0 {
+		t.Errorf("refused, yet kept %d orders, stock %d (of 10), balance %d", orders, stock, balance)
+	}
+	t.Run("naive row-count guard at commit is caught", func(t *testing.T) {
+		n, err := write(true)
+		if orders, _, balance := kept(n); orders == 0 || balance != 0 {
+			t.Fatalf("the naive guard kept nothing (%d orders, balance %d, %v): the test cannot tell the two apart", orders, balance, err)
+		}
+		t.Logf("naive variant committed an order without its charge, as expected (error %v)", err)
+	})
 }

@@ -36,8 +36,7 @@ func TestRoundTripsOfAPlacement(t *testing.T) {
 	want := []string{
 		"begin GuardsSet IdempotencySetLockTimeout IdempotencyClaim IdempotencySetLockTimeout ActorByTokenHash IdempotencyGet",
 		"ActorLockForOrder StockLockRows",
-		"ActorChargeBalance StockAddDeltas OrderInsert OrderLinesInsert",
-		"OutboxInsert IdempotencyComplete commit",
+		"ActorChargeBalance StockAddDeltas OrderInsert OrderLinesInsert OutboxInsert IdempotencyComplete commit",
 	}
 	check(t, "placement", placement, want)
 
