@@ -1,6 +1,9 @@
 package app
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Call carries what every write command needs besides its input: who calls,
 // the request's token check (nil for a caller that was not authenticated,
@@ -43,6 +46,13 @@ func execute[T any](ctx context.Context, t Transactor, latch KeyLatch, iso Isola
 		out, err = attempt(ctx, repos, call, fn)
 		return err
 	})
+	// A claim sent with a later statement found a completed duplicate
+	// (KeyStore.Claim): the transaction rolled back, the answer is the
+	// replay.
+	var prior *PriorReceipt
+	if errors.As(err, &prior) {
+		return Outcome{Receipt: prior.Receipt, Replayed: true}, nil
+	}
 	return out, err
 }
 

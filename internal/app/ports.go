@@ -224,7 +224,11 @@ type Key struct {
 type KeyStore interface {
 	// Claim takes the key for the current transaction and returns nil, or
 	// returns the receipt of the completed request that holds it. A duplicate
-	// that is still in flight is waited for; see ErrKeyInProgress.
+	// that is still in flight is waited for; see ErrKeyInProgress. An
+	// implementation may send the claim with the transaction's next
+	// statement and return nil at once: what the claim finds is then that
+	// statement's error (*PriorReceipt for a completed duplicate), or the
+	// transaction's when no statement follows.
 	Claim(ctx context.Context, k Key) (*Receipt, error)
 	// Complete stores the receipt on the claimed key. It is the last
 	// statement of the transaction, and an implementation may send it with
@@ -263,4 +267,16 @@ type KeyInProgressError struct {
 
 func (e *KeyInProgressError) Error() string {
 	return "a request with this idempotency key is still in progress"
+}
+
+// PriorReceipt is how a KeyStore whose claim went out with a later
+// statement reports that the key holds a completed request with the same
+// fingerprint: as that statement's error (so the transaction rolls back),
+// which execute answers with the replay of Receipt.
+type PriorReceipt struct {
+	Receipt Receipt
+}
+
+func (e *PriorReceipt) Error() string {
+	return "the idempotency key holds a completed request: replay it"
 }

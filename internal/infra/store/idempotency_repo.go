@@ -63,6 +63,16 @@ func (s keyStore) Claim(ctx context.Context, k app.Key) (*app.Receipt, error) {
 	// its reclaim of an expired record) comes out of one budget of
 	// IDEMPOTENCY_WAIT.
 	deadline := keyDeadline(ctx, s.keys.Wait)
+	if s.claimLater(ctx, k, deadline) {
+		return nil, nil
+	}
+	return s.claimNow(ctx, k, deadline)
+}
+
+// claimNow claims k in its own round trip, and starts over (at most
+// claimTries times) when the record that stopped the claim was purged
+// before it could be read.
+func (s keyStore) claimNow(ctx context.Context, k app.Key, deadline time.Time) (*app.Receipt, error) {
 	for try := 1; ; try++ {
 		r, err := s.claimOnce(ctx, k, deadline)
 		if !errors.Is(err, errRecordPurged) {
@@ -81,19 +91,31 @@ func waitLeft(deadline time.Time) string {
 }
 
 func (s keyStore) claimOnce(ctx context.Context, k app.Key, deadline time.Time) (*app.Receipt, error) {
-	rec, err := s.claimBatch(ctx, k, deadline, func(db dbsqlc.DBTX) (int64, error) {
-		return s.q.IdempotencyClaim(ctx, db, dbsqlc.IdempotencyClaimParams{
-			ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:], TtlSeconds: s.keys.TTL.Seconds(),
-		})
-	})
+	rec, err := s.claimBatch(ctx, k, deadline, s.claimCall(ctx, k))
 	if err != nil || rec == nil {
 		return nil, err
 	}
+	return s.held(ctx, k, deadline, rec)
+}
+
+// claimCall is the claim's INSERT of k.
+func (s keyStore) claimCall(ctx context.Context, k app.Key) func(db dbsqlc.DBTX) (int64, error) {
+	p := dbsqlc.IdempotencyClaimParams{
+		ActorID: k.ActorID, Operation: k.Operation, Key: k.Value, Fingerprint: k.Fingerprint[:], TtlSeconds: s.keys.TTL.Seconds(),
+	}
+	return func(db dbsqlc.DBTX) (int64, error) { return s.q.IdempotencyClaim(ctx, db, p) }
+}
+
+// held is the answer of a claim that found rec holding k: nil when rec had
+// expired and is now this transaction's, else the receipt of the completed
+// request, or the refusal (another request, or one still in flight).
+func (s keyStore) held(ctx context.Context, k app.Key, deadline time.Time, rec *dbsqlc.IdempotencyGetRow) (*app.Receipt, error) {
 	if rec.Expired {
 		// Past its expiry the key is free again: take the row over. If a
 		// concurrent duplicate took it first, this waits on the row's lock
 		// for what is left of IDEMPOTENCY_WAIT, like the claim, and then
 		// updates nothing, and the fresh record is read in the same batch.
+		var err error
 		if rec, err = s.reclaim(ctx, k, deadline); err != nil {
 			return nil, err
 		}
@@ -175,23 +197,32 @@ func (s keyStore) reclaim(ctx context.Context, k app.Key, deadline time.Time) (*
 // FAST PATH (docs/fast-path.md #3, #6): the claim, its waits and the token
 // check in one round trip.
 //
-// claimBatch sends a claim (or a reclaim) in one round trip: bound the
-// wait, claim, restore the lock timeout, and read the record that holds the
-// key (our own when the claim took it). The server runs them in this order
-// and stops at the first error. The request's token check goes after the
-// claim, which may have waited: whether the caller may act is read once the
-// wait is over, and a refused check is the error.
-//
-// It returns nil when the claim took the key, else the record that holds
-// it; errRecordPurged when there is none.
+// claimBatch sends a claim (or a reclaim) in one round trip (addClaim). It
+// returns nil when the claim took the key, else the record that holds it;
+// errRecordPurged when there is none.
 func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time, claim func(dbsqlc.DBTX) (int64, error)) (*dbsqlc.IdempotencyGetRow, error) {
-	var claimed int64
-	var rec *dbsqlc.IdempotencyGetRow
-	wait, restore := waitLeft(deadline), postgres.Millis(s.keys.LockTimeout)
 	var b postgres.Batch
+	out := s.addClaim(ctx, &b, k, deadline, claim)
+	if err := b.Send(ctx, s.db.WithoutAuthCheck()); err != nil {
+		return nil, claimErr(err)
+	}
+	return out.record()
+}
+
+// addClaim queues a claim into b: bound the wait, claim, restore the lock
+// timeout, and read the record that holds the key (our own when the claim
+// took it). The server runs them in this order and stops at the first
+// error. The request's token check goes after the claim, which may have
+// waited: whether the caller may act is read once the wait is over, and a
+// refused check is the error. So b must be sent without the check in front
+// (Conn.WithoutAuthCheck). What the claim found is read from the outcome
+// once b is sent.
+func (s keyStore) addClaim(ctx context.Context, b *postgres.Batch, k app.Key, deadline time.Time, claim func(dbsqlc.DBTX) (int64, error)) *claimOutcome {
+	out := &claimOutcome{}
+	wait, restore := waitLeft(deadline), postgres.Millis(s.keys.LockTimeout)
 	b.Add(func(db dbsqlc.DBTX) error { return postgres.OwnSetting(s.q.IdempotencySetLockTimeout(ctx, db, wait)) })
 	b.Add(func(db dbsqlc.DBTX) (err error) {
-		claimed, err = claim(db)
+		out.claimed, err = claim(db)
 		return err
 	})
 	b.Add(func(db dbsqlc.DBTX) error {
@@ -200,25 +231,37 @@ func (s keyStore) claimBatch(ctx context.Context, k app.Key, deadline time.Time,
 	b.AddAuthCheck(ctx, s.db.AuthCheck())
 	b.Add(func(db dbsqlc.DBTX) error {
 		row, err := s.q.IdempotencyGet(ctx, db, dbsqlc.IdempotencyGetParams{ActorID: k.ActorID, Operation: k.Operation, Key: k.Value})
-		if postgres.IsNoRows(err) {
-			return nil
-		}
-		if err != nil {
+		if err != nil && !postgres.IsNoRows(err) {
 			return err
 		}
-		rec = &row
+		if err == nil {
+			out.rec = &row
+		}
+		out.read = true
 		return nil
 	})
-	if err := b.Send(ctx, s.db.WithoutAuthCheck()); err != nil {
-		return nil, claimErr(err)
-	}
-	if claimed == 1 {
+	return out
+}
+
+// claimOutcome is what a claim sent in a batch found.
+type claimOutcome struct {
+	claimed int64
+	rec     *dbsqlc.IdempotencyGetRow
+	// read is set once every statement of the claim ran: a batch that
+	// failed before is a failure of the claim (claimErr).
+	read bool
+}
+
+// record is nil when the claim took the key, else the record that holds
+// it; errRecordPurged when there is none.
+func (o *claimOutcome) record() (*dbsqlc.IdempotencyGetRow, error) {
+	if o.claimed == 1 {
 		return nil, nil
 	}
-	if rec == nil {
+	if o.rec == nil {
 		return nil, errRecordPurged
 	}
-	return rec, nil
+	return o.rec, nil
 }
 
 // claimErr maps a claim's failure: a wait that ran out (lock_timeout, or a

@@ -27,9 +27,20 @@ type placementRepo struct{ *repositories }
 
 var _ app.PlacementStore = placementRepo{}
 
+// LockForPlacement sends the locks in one batch, behind the key's claim
+// when one waits to go out (claim_later.go): a placement's first round trip
+// is then BEGIN, the guards, the claim with the token check, the key's
+// record and both locks. The locks are taken after the claim's wait, in the
+// same order as always; when the claim finds the key held, the locks were
+// not needed and the transaction rolls back.
 func (s placementRepo) LockForPlacement(ctx context.Context, customer uuid.UUID, ids []uuid.UUID) (app.PlacementLocks, error) {
 	var out app.PlacementLocks
 	var b postgres.Batch
+	carried, settle := s.carryClaim(&b)
+	var on postgres.DB = s.db
+	if carried {
+		on = s.db.WithoutAuthCheck() // the claim carries the token check
+	}
 	b.Add(func(db dbsqlc.DBTX) error {
 		row, err := s.q.ActorLockForOrder(ctx, db, customer)
 		if err != nil {
@@ -46,7 +57,7 @@ func (s placementRepo) LockForPlacement(ctx context.Context, customer uuid.UUID,
 		out.Rows = toStockRows(rows)
 		return nil
 	})
-	if err := b.Send(ctx, s.db); err != nil {
+	if err := settle(b.Send(ctx, on)); err != nil {
 		return app.PlacementLocks{}, wrap("placement.lock_for_placement", err)
 	}
 	return out, nil

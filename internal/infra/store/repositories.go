@@ -31,6 +31,9 @@ type repositories struct {
 	// recent, when not nil, is the Runner's memory of the keys it claimed
 	// (keyStore.Claim reads those ahead of the transaction).
 	recent *recentKeys
+	// claims, in a transaction, holds a key's claim while it waits to go
+	// out with the next statement (claim_later.go); nil outside one.
+	claims *claimSlot
 }
 
 var _ app.Repositories = (*repositories)(nil)

@@ -34,8 +34,7 @@ func TestRoundTripsOfAPlacement(t *testing.T) {
 		t.Fatalf("place: %d %s", res.Status, res.Body)
 	}
 	want := []string{
-		"begin GuardsSet IdempotencySetLockTimeout IdempotencyClaim IdempotencySetLockTimeout ActorByTokenHash IdempotencyGet",
-		"ActorLockForOrder StockLockRows",
+		"begin GuardsSet IdempotencySetLockTimeout IdempotencyClaim IdempotencySetLockTimeout ActorByTokenHash IdempotencyGet ActorLockForOrder StockLockRows",
 		"ActorChargeBalance StockAddDeltas OrderInsert OrderLinesInsert OutboxInsert IdempotencyComplete commit",
 	}
 	check(t, "placement", placement, want)
@@ -49,6 +48,22 @@ func TestRoundTripsOfAPlacement(t *testing.T) {
 	// The key was claimed by this process: its record is read ahead of the
 	// transaction, which is then never begun (docs/fast-path.md row 12).
 	check(t, "replay", replay, []string{"GuardsSet ActorByTokenHash IdempotencyGet"})
+
+	// Another replica, which has not claimed the key, sends the claim with
+	// the locks: it finds the record, answers with it and rolls back the
+	// locks it did not need (docs/fast-path.md row 13).
+	other := httpkit.New(t, testkit.Options{DatabaseURL: e.URL})
+	other.Do("GET", "/v1/orders/"+res.String("id"), customer.Token, nil) // puts the token in its cache
+	stop = other.Hooks.Record()
+	again := other.Do("POST", "/v1/orders", customer.Token, order, "Idempotency-Key", "k1")
+	elsewhere := stop()
+	if again.Status != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(res.Body) {
+		t.Fatalf("replay on another replica: %d %v %s", again.Status, again.Header, again.Body)
+	}
+	check(t, "replay on another replica", elsewhere, []string{
+		"begin GuardsSet IdempotencySetLockTimeout IdempotencyClaim IdempotencySetLockTimeout ActorByTokenHash IdempotencyGet ActorLockForOrder StockLockRows",
+		"rollback",
+	})
 
 	stop = e.Hooks.Record()
 	res = e.Do("GET", "/v1/orders/"+res.String("id"), customer.Token, nil)

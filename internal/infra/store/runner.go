@@ -54,7 +54,16 @@ func (r *Runner) LatchKey(ctx context.Context, auth *app.AuthCheck, k app.Key) (
 // a transaction that carries auth, the request's token check.
 func (r *Runner) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
 	return r.tx.InTx(ctx, auth, iso, func(ctx context.Context, tx postgres.Conn) error {
-		return fn(ctx, r.bind(tx))
+		repos := r.bind(tx)
+		repos.claims = &claimSlot{}
+		repos.db = claimingConn{Conn: tx, repos: repos}
+		err := fn(ctx, repos)
+		// A claim that no statement carried goes out now, before COMMIT or
+		// ROLLBACK: what it finds comes first, as if it had gone out first.
+		if cerr := repos.sendClaim(); cerr != nil {
+			return cerr
+		}
+		return err
 	})
 }
 
