@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,17 +92,21 @@ func (s *repositories) carryClaim(b *postgres.Batch) (carried bool, settle func(
 			return err
 		}
 		rec, err := out.record()
-		if err == errRecordPurged {
-			// The record that stopped the claim is gone: claim again. The
-			// key's actor is the customer, whose row this transaction has
-			// locked, so no other claim of the key can be waiting on it.
-			r, err := ks.claimNow(p.ctx, p.key, p.deadline)
-			return prior(r, err)
+		if err == nil && rec == nil {
+			return nil // the claim took the key
 		}
-		if err != nil || rec == nil {
-			return err
+		var r *app.Receipt
+		if err == nil {
+			r, err = ks.held(p.ctx, p.key, p.deadline, rec)
 		}
-		return prior(ks.held(p.ctx, p.key, p.deadline, rec))
+		if errors.Is(err, errRecordPurged) {
+			// The record that stopped the claim (or its reclaim) is gone:
+			// claim again. The key's actor is the customer, whose row this
+			// transaction has locked, so no other placement with the key
+			// is between its claim and its locks.
+			r, err = ks.claimNow(p.ctx, p.key, p.deadline)
+		}
+		return prior(r, err)
 	}
 }
 
