@@ -63,3 +63,24 @@ type StockAdjusted struct {
 	Adjustment domain.StockAdjustment
 	Level      *domain.StockLevel
 }
+
+// EventStockAdjusted is appended by AdjustStock.
+var EventStockAdjusted = EventType{"stock.adjusted"}
+
+// StockEventData is the data of stock.adjusted: the adjustment and the stock
+// after it. Stock taken by orders is reported by the order events instead.
+type StockEventData struct {
+	ProductID uuid.UUID `json:"product_id"`
+	SKU       string    `json:"sku"`
+	Delta     int64     `json:"delta"`
+	Reason    string    `json:"reason"`
+	Stock     int64     `json:"stock"`
+	ActorID   uuid.UUID `json:"actor_id"`
+}
+
+// stockEvent reports adjustment adj of p's stock by actor, and level after it.
+func stockEvent(p *domain.Product, adj domain.StockAdjustment, level *domain.StockLevel, actor uuid.UUID) Event {
+	return Event{Type: EventStockAdjusted, AggregateID: p.ID(), Data: StockEventData{
+		ProductID: p.ID(), SKU: string(p.SKU()), Delta: adj.Delta, Reason: adj.Reason, Stock: level.Stock(), ActorID: actor,
+	}}
+}

@@ -93,3 +93,6 @@ func returnStock(ctx context.Context, repos Repositories, lines []domain.OrderLi
 	}
 	return repos.Stock().AddStock(ctx, back)
 }
+
+// EventOrderCancelled is appended by CancelOrder, with the order as cancelled (orderEvent).
+var EventOrderCancelled = EventType{"order.cancelled"}

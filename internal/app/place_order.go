@@ -105,3 +105,6 @@ func productIDs(lines []domain.LineRequest) []uuid.UUID {
 	sortIDs(ids)
 	return ids
 }
+
+// EventOrderPlaced is appended by PlaceOrder, with the order as placed (orderEvent).
+var EventOrderPlaced = EventType{"order.placed"}

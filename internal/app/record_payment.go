@@ -79,3 +79,26 @@ func paymentRefused(ctx context.Context, repos Repositories, cmd RecordPaymentCo
 	}
 	return domain.Errorf(domain.CodeOverpayment, "payment of %d cents exceeds the remaining balance", cmd.Amount)
 }
+
+// EventPaymentRecorded is appended by RecordPayment.
+var EventPaymentRecorded = EventType{"payment.recorded"}
+
+// PaymentEventData is the data of payment.recorded: the payment and the
+// order's totals after it, so a consumer can tell a part payment from a full
+// one.
+type PaymentEventData struct {
+	OrderID     uuid.UUID `json:"order_id"`
+	CustomerID  uuid.UUID `json:"customer_id"`
+	AmountCents int64     `json:"amount_cents"`
+	PaidCents   int64     `json:"paid_cents"`
+	TotalCents  int64     `json:"total_cents"`
+	OrderStatus string    `json:"order_status"`
+}
+
+// paymentEvent reports a payment of amount on o.
+func paymentEvent(o *domain.Order, amount domain.Cents) Event {
+	return Event{Type: EventPaymentRecorded, AggregateID: o.ID(), Data: PaymentEventData{
+		OrderID: o.ID(), CustomerID: o.CustomerID(), AmountCents: int64(amount),
+		PaidCents: int64(o.Paid()), TotalCents: int64(o.Total()), OrderStatus: o.Status().String(),
+	}}
+}

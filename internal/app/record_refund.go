@@ -80,3 +80,27 @@ func refundRefused(ctx context.Context, repos Repositories, cmd RecordRefundComm
 	}
 	return domain.Errorf(domain.CodeOverRefund, "refund of %d cents exceeds what was paid and not yet refunded", cmd.Refund.Amount)
 }
+
+// EventRefundRecorded is appended by RecordRefund.
+var EventRefundRecorded = EventType{"refund.recorded"}
+
+// RefundEventData is the data of refund.recorded: the refund, who gave it
+// and why, and the order's amounts after it, so a consumer can tell a part
+// refund from a full one.
+type RefundEventData struct {
+	OrderID       uuid.UUID `json:"order_id"`
+	CustomerID    uuid.UUID `json:"customer_id"`
+	AmountCents   int64     `json:"amount_cents"`
+	Reason        string    `json:"reason"`
+	RefundedCents int64     `json:"refunded_cents"`
+	PaidCents     int64     `json:"paid_cents"`
+	ActorID       uuid.UUID `json:"actor_id"`
+}
+
+// refundEvent reports refund r on o, given by actor.
+func refundEvent(o *domain.Order, r domain.Refund, actor uuid.UUID) Event {
+	return Event{Type: EventRefundRecorded, AggregateID: o.ID(), Data: RefundEventData{
+		OrderID: o.ID(), CustomerID: o.CustomerID(), AmountCents: int64(r.Amount), Reason: r.Reason,
+		RefundedCents: int64(o.Refunded()), PaidCents: int64(o.Paid()), ActorID: actor,
+	}}
+}

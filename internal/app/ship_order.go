@@ -58,3 +58,6 @@ func (h ShipOrder) Handle(ctx context.Context, cmd ShipOrderCommand, call Call[*
 		return updated, nil
 	})
 }
+
+// EventOrderShipped is appended by ShipOrder, with the order as shipped (orderEvent).
+var EventOrderShipped = EventType{"order.shipped"}
