@@ -38,7 +38,9 @@ type check struct {
 // in the table's own file, as the refunds' in orders.sql), an entry here, and a test that corrupts the database in that one way and
 // sees exactly that kind (cmd/api/check_test.go). The constraints of the
 // schema (paid_cents within total_cents, a line's quantity, …) are not
-// repeated here: the database refuses any row that breaks them.
+// repeated here: the database refuses any row that breaks them. Each kind
+// calls its statement as q.Name(…): TestEveryQueryUsesAnIndex reads this
+// list to let those statements scan whole tables.
 var checks = []check{
 	{"balance", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
 		rows, err := q.ActorBalanceMismatches(ctx, db)
