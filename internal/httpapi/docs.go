@@ -8,6 +8,15 @@ import (
 	swaggerfiles "github.com/swaggo/files/v2"
 )
 
+// docsOperations are the API document and its page (operations.go joins
+// the lists).
+func docsOperations() []operation {
+	return []operation{
+		{name: "openapi", method: "GET", route: "/openapi.yaml", status: 200, serve: plain((*Server).openapi)},
+		{name: "docs", method: "GET", route: "/docs", status: 200, serve: plain((*Server).docs)},
+	}
+}
+
 // docsPage is the interactive API page of GET /docs: Swagger UI on
 // /openapi.yaml. Its assets are embedded in the binary (no CDN), served
 // under /docs/.

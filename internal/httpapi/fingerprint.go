@@ -24,17 +24,21 @@ import (
 // one request. The operation name stands for the route (method and
 // pattern): the key's scope already includes it.
 //
-// Adding an operation: its form in its entry of the operations table
-// (operations.go), and one golden line in TestFingerprintGolden (the test
-// fails until it is there).
+// Adding an operation: its form in its entry of its resource file's list
+// of operations (orderOperations in orders.go, …; operations.go joins the
+// lists), and its golden line in testdata/fingerprints.golden (the test
+// fails until it is there; go test -run TestFingerprintGolden -update
+// writes it).
 //
 // Changing a form (a field added to the request, say): never edit a form in
 // place. Add the new form, version+1, in front of the old one; the old one
 // stays listed for at least one IDEMPOTENCY_TTL after the release that ships
 // the new one, so that a record written before the deploy still replays
 // (app.Key.Previous), and is removed in a later release, before the form
-// changes again. TestFingerprintGolden pins the current form of every
-// operation; its golden line changes with the version, deliberately.
+// changes again. TestFingerprintGolden pins every listed form of every
+// operation, one line per operation and form version in
+// testdata/fingerprints.golden: a new version is a new line, and a pinned
+// line never changes.
 //
 // Version 0 (legacyForm) is how releases before canonical forms computed a
 // fingerprint: the route and the command's Go JSON. It is listed as the

@@ -9,6 +9,16 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
+// healthOperations are the probes (ADR 0026: each file declares its own
+// operations; operations.go joins them).
+func healthOperations() []operation {
+	return []operation{
+		{name: "healthz", method: "GET", route: "/healthz", status: 200, serve: plain((*Server).healthz)},
+		{name: "livez", method: "GET", route: "/livez", status: 200, serve: plain((*Server).healthz)},
+		{name: "readyz", method: "GET", route: "/readyz", status: 200, serve: plain((*Server).readyz)},
+	}
+}
+
 // healthz answers /healthz and /livez (the name Kubernetes' own endpoints
 // use): the process is up and serving. It never touches the database, so a
 // database outage does not make an orchestrator restart every replica.

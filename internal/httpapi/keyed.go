@@ -32,8 +32,9 @@ type render[T any] func(T) (body any, header map[string]string)
 
 // keyed serves a keyed operation: the prologue every command shares, in
 // its one order, then the use case and the response. What differs from one
-// operation to the next is its declaration (operations.go), its input type
-// In with the command it maps to (command), its use case and its render.
+// operation to the next is its declaration (its entry in its resource
+// file's list of operations, joined in operations.go), its input type In
+// with the command it maps to (command), its use case and its render.
 //
 // The order is part of the contract: the role was checked before (403,
 // routes.go); then the {id} (404), a required key's presence (400, before

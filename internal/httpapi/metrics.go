@@ -15,6 +15,13 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
+// metricsOperations is the scrape endpoint (operations.go joins the lists).
+func metricsOperations() []operation {
+	return []operation{
+		{name: "metrics", method: "GET", route: "/metrics", status: 200, serve: (*Server).metricsRoute},
+	}
+}
+
 // latencyBuckets reach past REQUEST_TIMEOUT (15 s by default) to twice it:
 // a request that ran into its deadline lands in a bucket of its own, not in
 // +Inf with everything above 5 s.

@@ -12,6 +12,77 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
+// orderOperations are the order operations, in the order of openapi.yaml
+// (operations.go joins the lists).
+func orderOperations() []operation {
+	return []operation{
+		{name: "placeOrder", method: "POST", route: "/v1/orders", status: 201, key: keyRequired, access: app.CustomersOnly,
+			serve: (*Server).placeOrder, forms: forms(formOf(1, func(c app.PlaceOrderCommand) canonical {
+				lines := make([]canonical, len(c.Lines)) // in the order sent: it is the order's line order
+				for i, l := range c.Lines {
+					lines[i] = canonical{"product_id": id(l.ProductID), "quantity": int64(l.Quantity)}
+				}
+				return canonical{"lines": lines}
+			}), legacyForm("POST", "/v1/orders", nil, func(c app.PlaceOrderCommand) any {
+				type line struct {
+					ProductID uuid.UUID
+					Quantity  int32
+				}
+				lines := make([]line, len(c.Lines))
+				for i, l := range c.Lines {
+					lines[i] = line{l.ProductID, int32(l.Quantity)}
+				}
+				return struct{ Lines []line }{lines}
+			}))},
+		{name: "listOrders", method: "GET", route: "/v1/orders", status: 200, serve: (*Server).listOrders},
+		{name: "getOrder", method: "GET", route: "/v1/orders/{id}", status: 200, serve: (*Server).getOrder},
+		{name: "cancelOrder", method: "POST", route: "/v1/orders/{id}/cancel", status: 200, key: keyAccepted, ifMatch: true,
+			serve: (*Server).cancelOrder, forms: forms(formOf(1, func(c app.CancelOrderCommand) canonical {
+				return canonical{"order_id": id(c.ID), "if_match": versionSet(c.Expected)}
+			}), legacyForm("POST", "/v1/orders/{id}/cancel", func(c app.CancelOrderCommand) uuid.UUID { return c.ID }, func(c app.CancelOrderCommand) any {
+				return struct {
+					ID       uuid.UUID
+					Expected []int64
+				}{c.ID, versionList(c.Expected)}
+			}))},
+		{name: "shipOrder", method: "POST", route: "/v1/orders/{id}/ship", status: 200, key: keyAccepted, ifMatch: true, access: app.StaffOnly,
+			serve: (*Server).shipOrder, forms: forms(formOf(1, func(c app.ShipOrderCommand) canonical {
+				return canonical{"order_id": id(c.ID), "if_match": versionSet(c.Expected)}
+			}), legacyForm("POST", "/v1/orders/{id}/ship", func(c app.ShipOrderCommand) uuid.UUID { return c.ID }, func(c app.ShipOrderCommand) any {
+				return struct {
+					ID       uuid.UUID
+					Expected []int64
+				}{c.ID, versionList(c.Expected)}
+			}))},
+		{name: "recordPayment", method: "POST", route: "/v1/orders/{id}/payments", status: 201, key: keyRequired,
+			serve: (*Server).recordPayment, forms: forms(formOf(1, func(c app.RecordPaymentCommand) canonical {
+				return canonical{"order_id": id(c.OrderID), "amount_cents": int64(c.Amount)}
+			}), legacyForm("POST", "/v1/orders/{id}/payments", func(c app.RecordPaymentCommand) uuid.UUID { return c.OrderID }, func(c app.RecordPaymentCommand) any {
+				return struct {
+					OrderID uuid.UUID
+					Amount  int64
+				}{c.OrderID, int64(c.Amount)}
+			}))},
+		{name: "recordRefund", method: "POST", route: "/v1/orders/{id}/refunds", status: 201, key: keyRequired, access: app.StaffOnly,
+			serve: (*Server).recordRefund, forms: forms(formOf(1, func(c app.RecordRefundCommand) canonical {
+				return canonical{"order_id": id(c.OrderID), "amount_cents": int64(c.Refund.Amount), "reason": c.Refund.Reason}
+			}))},
+	}
+}
+
+// actorOperations are the operations on actors (operations.go joins the
+// lists).
+func actorOperations() []operation {
+	return []operation{
+		{name: "deactivateActor", method: "POST", route: "/v1/actors/{id}/deactivate", status: 200, key: keyAccepted, access: app.StaffOnly,
+			serve: (*Server).deactivateActor, forms: forms(formOf(1, func(c app.DeactivateActorCommand) canonical {
+				return canonical{"actor_id": id(c.ID)}
+			}), legacyForm("POST", "/v1/actors/{id}/deactivate", func(c app.DeactivateActorCommand) uuid.UUID { return c.ID }, func(c app.DeactivateActorCommand) any {
+				return struct{ ID uuid.UUID }{c.ID}
+			}))},
+	}
+}
+
 type orderLineJSON struct {
 	ProductID      uuid.UUID `json:"product_id"`
 	Quantity       int32     `json:"quantity"`

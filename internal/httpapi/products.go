@@ -10,6 +10,49 @@ import (
 	"github.com/ordersvc/ordersvc/internal/domain"
 )
 
+// productOperations are the product and stock operations, in the order of
+// openapi.yaml (operations.go joins the lists).
+func productOperations() []operation {
+	return []operation{
+		{name: "createProduct", method: "POST", route: "/v1/products", status: 201, key: keyAccepted, access: app.StaffOnly,
+			serve: (*Server).createProduct, forms: forms(formOf(1, func(c app.CreateProductCommand) canonical {
+				return canonical{"sku": c.SKU, "name": c.Name, "price_cents": c.PriceCents, "stock": c.Stock}
+			}), legacyForm("POST", "/v1/products", nil, func(c app.CreateProductCommand) any {
+				return struct {
+					SKU        string
+					Name       string
+					PriceCents int64
+					Stock      int64
+				}{c.SKU, c.Name, c.PriceCents, c.Stock}
+			}))},
+		{name: "listProducts", method: "GET", route: "/v1/products", status: 200, serve: (*Server).listProducts},
+		{name: "getProduct", method: "GET", route: "/v1/products/{id}", status: 200, serve: (*Server).getProduct},
+		{name: "updateProduct", method: "PATCH", route: "/v1/products/{id}", status: 200, key: keyAccepted, ifMatch: true, access: app.StaffOnly,
+			serve: (*Server).updateProduct, forms: forms(formOf(1, func(c app.UpdateProductCommand) canonical {
+				return canonical{"product_id": id(c.ID), "if_match": versionSet(c.Expected), "name": c.Name, "price_cents": c.PriceCents}
+			}), legacyForm("PATCH", "/v1/products/{id}", func(c app.UpdateProductCommand) uuid.UUID { return c.ID }, func(c app.UpdateProductCommand) any {
+				return struct {
+					ID         uuid.UUID
+					Expected   []int64
+					Name       *string
+					PriceCents *int64
+				}{c.ID, versionList(c.Expected), c.Name, c.PriceCents}
+			}))},
+		{name: "getStock", method: "GET", route: "/v1/products/{id}/stock", status: 200, serve: (*Server).getStock},
+		{name: "adjustStock", method: "POST", route: "/v1/products/{id}/stock-adjustments", status: 201, key: keyRequired, access: app.StaffOnly,
+			serve: (*Server).adjustStock, forms: forms(formOf(1, func(c app.AdjustStockCommand) canonical {
+				return canonical{"product_id": id(c.ProductID), "delta": c.Delta, "reason": c.Reason}
+			}), legacyForm("POST", "/v1/products/{id}/stock-adjustments", func(c app.AdjustStockCommand) uuid.UUID { return c.ProductID }, func(c app.AdjustStockCommand) any {
+				return struct {
+					ProductID uuid.UUID
+					Delta     int64
+					Reason    string
+				}{c.ProductID, c.Delta, c.Reason}
+			}))},
+		{name: "listStock", method: "GET", route: "/v1/stock", status: 200, serve: (*Server).listStock},
+	}
+}
+
 type productJSON struct {
 	ID         uuid.UUID `json:"id"`
 	SKU        string    `json:"sku"`

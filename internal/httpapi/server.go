@@ -1,7 +1,8 @@
 // Package httpapi is the HTTP boundary: routing, authentication, strict JSON
 // decoding, Problem Details, ETag preconditions and idempotency-key handling.
 // Handlers turn requests into application commands and render the outcomes.
-// Each operation is declared once, in the table of operations.go.
+// Each operation is declared once, in its resource file's list of
+// operations (orderOperations in orders.go, …), joined in operations.go.
 package httpapi
 
 import (
@@ -70,7 +71,7 @@ type Server struct {
 }
 
 // NewServer builds the handler with every operation of the API (see
-// operations.go and routes.go).
+// operations.go, the resource files' lists, and routes.go).
 func NewServer(d Deps) *Server {
 	s := &Server{app: d.App, ready: d.Ready, admit: d.Admit, reg: d.Registry, log: d.Log, metrics: newMetrics(d.Registry),
 		requestTimeout: d.RequestTimeout, tracing: d.TracerProvider, metricsHere: !d.MetricsElsewhere, forms: fingerprintForms}
