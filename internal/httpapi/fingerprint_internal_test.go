@@ -1,9 +1,17 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -31,75 +39,143 @@ var goldenCommands = func() map[string]any {
 	}
 }()
 
-// golden pins the current fingerprint of each operation's golden command.
-// A line changes only with a new form version (see fingerprint.go): a
-// failure here means a stored fingerprint would no longer match its
-// request, and every client retrying across the deploy would get 422.
-var golden = map[string]string{
-	"createProduct":   "9441a29d50dcaebaf8d9bb925fb1eba819e903d06b2472676ae247f51c7a62d9",
-	"updateProduct":   "58586e83a53881855d8e0fb809e9c6fdbeac0de37f202e61c5f8b86344ff0000",
-	"adjustStock":     "911606602bae29f971ecaf1869773da20e328980b377b067ce15ce01651ebe68",
-	"placeOrder":      "21a466cdf3e0abc70ee1d5cb011ba038e4ce88b951effa538e1d25455640e0a2",
-	"cancelOrder":     "f520ba3f93cfbc42d2d268cdbf0abccec84c3b20140c560fd95e8a2794a05730",
-	"shipOrder":       "d20689f41e451a077e22ccd73fb24fc5858120495d9040e7df7efc9998459400",
-	"recordPayment":   "ae078a5956432b0d0063b36bca5fc3f75b87008a93230b35b1e34cdf05466dd7",
-	"recordRefund":    "31b087d82ad800281a2a2054805cff87235191097478f8959efceb64d1490240",
-	"deactivateActor": "b8188c26104b516422aa8d705b0810e454b5530367c967900e98166c343b73d3",
+// goldenFile pins the fingerprint of each operation's golden command under
+// each of its listed forms: one line per operation and form version
+// ("createProduct 1 <sha-256>"). A pinned line never changes: a changed
+// line means a stored fingerprint would no longer match its request, and
+// every client retrying across the deploy would get 422. A form changes
+// with a new version, which is a new line (see fingerprint.go). Version 0
+// lines are the fingerprints the release before canonical forms (35cbd62,
+// where a fingerprint was the route and the command's Go JSON) stored,
+// computed by that release's own code.
+const goldenFile = "testdata/fingerprints.golden"
+
+// update: go test ./internal/httpapi/ -run TestFingerprintGolden -update
+// rewrites goldenFile with a line for every listed form. It adds the
+// missing lines and drops those of forms no longer listed; a pinned line
+// keeps its value, so a changed fingerprint still fails.
+var update = flag.Bool("update", false, "write the missing lines of "+goldenFile+" (pinned lines are kept)")
+
+// goldenKey is a line's operation and form version.
+type goldenKey struct {
+	op      string
+	version int
+}
+
+// readGolden reads goldenFile: blank lines and lines starting with # are
+// comments.
+func readGolden(t *testing.T) (lines map[goldenKey]string, header []string) {
+	t.Helper()
+	b, err := os.ReadFile(goldenFile)
+	if err != nil && !(*update && errors.Is(err, fs.ErrNotExist)) {
+		t.Fatalf("%v: go test ./internal/httpapi/ -run TestFingerprintGolden -update writes it", err)
+	}
+	lines = make(map[goldenKey]string)
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+			if strings.HasPrefix(l, "#") && len(lines) == 0 {
+				header = append(header, l)
+			}
+			continue
+		}
+		f := strings.Fields(l)
+		v, err := strconv.Atoi(f[min(1, len(f)-1)])
+		k := goldenKey{f[0], v}
+		if _, dup := lines[k]; len(f) != 3 || err != nil || dup {
+			t.Fatalf("%s:%d: %q is not a line \"operation version sha-256\", or repeats one", goldenFile, i+1, l)
+		}
+		lines[k] = f[2]
+	}
+	return lines, header
 }
 
 // TestFingerprintGolden: every keyed operation has a canonical form, a
-// golden command and a pinned fingerprint, and the fingerprint is still
-// the pinned one.
+// golden command and, for each of its listed forms, a pinned fingerprint
+// in goldenFile, and the fingerprint is still the pinned one. A line for a
+// form no longer listed fails too (-update drops it, when the form was
+// removed on purpose).
 func TestFingerprintGolden(t *testing.T) {
 	t.Parallel()
 	ops := slices.Sorted(maps.Keys(fingerprintForms))
-	if g := slices.Sorted(maps.Keys(golden)); !slices.Equal(ops, g) {
-		t.Fatalf("operations with a form %v, with a golden fingerprint %v: add the golden line with the form", ops, g)
-	}
 	if k := slices.Sorted(slices.Values(keyedOperations)); !slices.Equal(ops, k) {
 		t.Fatalf("keyed operations %v, operations with a fingerprint form %v: a keyed operation needs its form (fingerprint.go)", k, ops)
 	}
+	golden, header := readGolden(t)
+	listed := make(map[goldenKey]string)
 	for _, op := range ops {
 		cmd, ok := goldenCommands[op]
 		if !ok {
-			t.Errorf("%s: no golden command", op)
+			t.Errorf("%s: no golden command (goldenCommands)", op)
 			continue
 		}
-		sum, _, err := fingerprints(fingerprintForms, op, cmd)
-		if err != nil {
-			t.Errorf("%s: %v", op, err)
-			continue
+		for _, f := range fingerprintForms[op] {
+			sum, err := f.sum(op, cmd)
+			if err != nil {
+				t.Errorf("%s v%d: %v", op, f.version, err)
+				continue
+			}
+			k, got := goldenKey{op, f.version}, hex.EncodeToString(sum[:])
+			listed[k] = got
+			b, _ := f.canonicalBytes(op, cmd)
+			switch pinned, ok := golden[k]; {
+			case !ok && *update:
+				t.Logf("%s v%d: new line %s", op, f.version, got)
+			case !ok:
+				t.Errorf("%s v%d: no line in %s; a new operation or form version adds its line: "+
+					"go test ./internal/httpapi/ -run TestFingerprintGolden -update, and commit it (only new lines may appear in the diff); canonical form:\n%s",
+					op, f.version, goldenFile, b)
+			case got != pinned:
+				listed[k] = pinned
+				t.Errorf("%s v%d: fingerprint %s, pinned %s: never edit a form in place, add its next version (fingerprint.go); canonical form:\n%s",
+					op, f.version, got, pinned, b)
+			}
 		}
-		b, _ := fingerprintForms[op][0].canonicalBytes(op, cmd)
-		if got := hex.EncodeToString(sum[:]); got != golden[op] {
-			t.Errorf("%s: fingerprint %s, pinned %s; canonical form:\n%s", op, got, golden[op], b)
+	}
+	for k := range golden {
+		if _, ok := listed[k]; !ok && !*update {
+			t.Errorf("%s v%d: pinned in %s, but no such form is listed: a form is removed on purpose only (fingerprint.go), then -update drops its line", k.op, k.version, goldenFile)
 		}
+	}
+	if *update {
+		writeGolden(t, header, listed)
 	}
 }
 
-// goldenBeforeForms is the fingerprint the release before canonical forms
-// (35cbd62, where a fingerprint was the route and the command's Go JSON)
-// gave each golden command, computed by that release's own code. A
-// request it recorded must still replay when retried after the upgrade.
-var goldenBeforeForms = map[string]string{
-	"createProduct":   "aaed6601330588e4ff24f35296f17c25bad07528d2b4521d32c5e01b8f9bba5e",
-	"updateProduct":   "8c48d79b156b0b3492bb01dbd1489be05b23aca36e8bcb411576457eeebc71e7",
-	"adjustStock":     "e7a119bdcc06790efeb21a6051b29ac44789b9f6593d7b90c088916606cb4114",
-	"placeOrder":      "04df681f82caf70501bb04c0915eab244770f0614e93ab3133b62fba627de266",
-	"cancelOrder":     "20639d989eaf1e7e82eb780dc30f900e1e6b45f6db15ec20258be53c127c358c",
-	"shipOrder":       "04c8f04193cc706a600d2b956adee958223edee46736526ec647ad39d29de7d2",
-	"recordPayment":   "74ce2c7b0c91d10f68df193da658b1385f0f8bbd4d92555d9ec5732e1df198fc",
-	"deactivateActor": "e602ee16b2be177df2e4e6210499b96111eecd34fe7ab50152b721e5fc3cb247",
+// writeGolden writes goldenFile: its header, then the lines sorted by
+// operation and version.
+func writeGolden(t *testing.T, header []string, lines map[goldenKey]string) {
+	t.Helper()
+	keys := slices.SortedFunc(maps.Keys(lines), func(a, b goldenKey) int {
+		return cmp.Or(strings.Compare(a.op, b.op), cmp.Compare(a.version, b.version))
+	})
+	var b strings.Builder
+	for _, h := range header {
+		b.WriteString(h + "\n")
+	}
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s %d %s\n", k.op, k.version, lines[k])
+	}
+	if err := os.WriteFile(goldenFile, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestFingerprintOfThePreviousReleaseIsStillAccepted: for every operation
-// the release before canonical forms had, the previous form (version 0)
-// gives the very fingerprint that release stored, so a retry across the
-// upgrade matches its record (app.Key.Previous) and replays instead of
-// answering 422. The naive variant, the canonical form alone, matches none.
+// the release before canonical forms had (its version 0 line in
+// goldenFile), the previous form gives the very fingerprint that release
+// stored, so a retry across the upgrade matches its record
+// (app.Key.Previous) and replays instead of answering 422. The naive
+// variant, the canonical form alone, matches none.
 func TestFingerprintOfThePreviousReleaseIsStillAccepted(t *testing.T) {
 	t.Parallel()
-	for op, want := range goldenBeforeForms {
+	golden, _ := readGolden(t)
+	n := 0
+	for k, want := range golden {
+		if k.version != 0 {
+			continue
+		}
+		n++
+		op := k.op
 		cur, previous, err := fingerprints(fingerprintForms, op, goldenCommands[op])
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
@@ -111,6 +187,9 @@ func TestFingerprintOfThePreviousReleaseIsStillAccepted(t *testing.T) {
 		if hex.EncodeToString(cur[:]) == want {
 			t.Errorf("%s: the canonical form equals the previous release's: the test cannot tell the forms apart", op)
 		}
+	}
+	if n == 0 {
+		t.Errorf("no version 0 line in %s: the previous release's fingerprints are not pinned", goldenFile)
 	}
 }
 
