@@ -157,10 +157,13 @@ for phase in $phases; do
 	# The server's side of the outage: the longest gap between two
 	# consecutive commits of this phase's placements (commit timestamps,
 	# track_commit_timestamp; one clock: the containers share the host's),
-	# whatever the clients' pacing.
+	# whatever the clients' pacing. Only commits up to the load's planned
+	# end count: a straggler that commits after the clients stopped starting
+	# placements would otherwise be measured as an outage.
 	sql "SELECT extract(epoch FROM prev) * 1000, extract(epoch FROM at) * 1000
 		FROM (SELECT at, lag(at) OVER (ORDER BY at) AS prev
-		      FROM (SELECT pg_xact_commit_timestamp(xmin) AS at FROM orders WHERE customer_id = '$cid') c) g
+		      FROM (SELECT pg_xact_commit_timestamp(xmin) AS at FROM orders WHERE customer_id = '$cid') c
+		      WHERE at <= to_timestamp(($fault_ms + ($load_seconds - $fault_after) * 1000) / 1000.0)) g
 		WHERE prev IS NOT NULL ORDER BY at - prev DESC LIMIT 1" >"$work/$phase.gap"
 	# Where the time went: the cluster's and HAProxy's log lines since the
 	# fault (docker's timestamps, the same clock).
