@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/testkit"
@@ -19,16 +18,7 @@ import (
 // downTo migrates the database of url down to version v.
 func downTo(t *testing.T, url string, v int64) {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(testkit.Direct(url))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDB(*cfg)
-	defer sqlDB.Close()
-	p, err := postgres.NewMigrator(sqlDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := testkit.Migrator(t, url)
 	if _, err := p.DownTo(context.Background(), v); err != nil {
 		t.Fatalf("migrate down to %d: %v", v, err)
 	}

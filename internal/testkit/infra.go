@@ -2,8 +2,13 @@ package testkit
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
@@ -65,4 +70,22 @@ func OutboxStates(t testing.TB, pool *postgres.Pool) map[string]int {
 		out[s] = n
 	}
 	return out
+}
+
+// Migrator opens the service's migrations (goose) on the database of url,
+// straight to PostgreSQL (Direct), for a test that moves a schema down and
+// up; the *sql.DB it runs on is returned too and closed when the test ends.
+func Migrator(t testing.TB, url string) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(Direct(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { sqlDB.Close() })
+	migrator, err := postgres.NewMigrator(sqlDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sqlDB, migrator
 }

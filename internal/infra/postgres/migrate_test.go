@@ -11,9 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/infra/store"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
@@ -29,16 +27,7 @@ func TestStockLevelMigrationKeepsEveryVersionAndUnit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testkit.DB(t)
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDB(*cfg)
-	defer sqlDB.Close()
-	migrator, err := postgres.NewMigrator(sqlDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sqlDB, migrator := testkit.Migrator(t, url)
 	if _, err := migrator.DownTo(ctx, 3); err != nil {
 		t.Fatalf("down to 00003: %v", err)
 	}
@@ -167,16 +156,7 @@ func TestRefundsMigrationKeepsThePreviousBinaryWorking(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testkit.DB(t)
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDB(*cfg)
-	defer sqlDB.Close()
-	migrator, err := postgres.NewMigrator(sqlDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sqlDB, migrator := testkit.Migrator(t, url)
 	if _, err := migrator.DownTo(ctx, 6); err != nil {
 		t.Fatalf("down to 00006: %v", err)
 	}

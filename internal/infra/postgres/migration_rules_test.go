@@ -11,7 +11,6 @@ import (
 	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
 	"github.com/ordersvc/ordersvc/internal/infra/postgres"
@@ -187,16 +186,7 @@ func rulesDB(t *testing.T) (*sql.DB, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
 	url := testkit.Direct(testkit.DB(t))
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { sqlDB.Close() })
-	migrator, err := postgres.NewMigrator(sqlDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sqlDB, migrator := testkit.Migrator(t, url)
 	if _, err := migrator.DownTo(ctx, 3); err != nil {
 		t.Fatalf("down to 00003: %v", err)
 	}

@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/infra/store"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
@@ -59,16 +57,7 @@ func TestBalanceMigrationBackfillsFromOrders(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testkit.DB(t)
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDB(*cfg)
-	defer sqlDB.Close()
-	migrator, err := postgres.NewMigrator(sqlDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, migrator := testkit.Migrator(t, url)
 	const balanceVersion = 5
 	if _, err := migrator.DownTo(ctx, balanceVersion-1); err != nil {
 		t.Fatalf("migrate down to %d: %v", balanceVersion-1, err)
