@@ -1,6 +1,7 @@
 -- name: OrderInsert :one
 -- The creation time comes from the caller, like the id: the pipelined
 -- placement renders its answer before this insert goes out with COMMIT.
+-- Balance: ActorChargeBalance, first in the placement's write batch (app.PlaceOrder, store.WritePlacement).
 INSERT INTO orders (id, customer_id, status, total_cents, created_at, updated_at)
 VALUES (@id, @customer_id, 'placed', @total_cents, @created_at, @created_at)
 RETURNING *;
@@ -46,6 +47,7 @@ LIMIT @row_limit;
 -- Optimistic concurrency driven by If-Match (pattern 4): the transition applies
 -- only to the version the caller saw, which the domain already checked.
 -- Patterns and rule ids: docs/patterns.md.
+-- Balance: ActorReleaseBalance of what was still owed, on cancel (app.CancelOrder); a ship keeps the order owed.
 UPDATE orders
 SET status     = @status,
     version    = version + 1,
@@ -57,6 +59,7 @@ RETURNING *;
 -- One guarded atomic increment (pattern 2): the guard, not a prior read,
 -- keeps paid_cents within total_cents. No row: missing, cancelled or overpaid.
 -- Patterns and rule ids: docs/patterns.md.
+-- Balance: ActorReleaseBalance of the amount (app.RecordPayment).
 UPDATE orders
 SET paid_cents = paid_cents + @amount_cents,
     version    = version + 1,
@@ -75,6 +78,7 @@ VALUES (@id, @order_id, @actor_id, @amount_cents);
 -- CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
 -- row: missing, not cancelled or over-refunded.
 -- Patterns and rule ids: docs/patterns.md.
+-- Balance: none: only a cancelled order is refunded, and a cancelled order owes nothing (app.RecordRefund).
 UPDATE orders
 SET refunded_cents = refunded_cents + @amount_cents,
     version        = version + 1,

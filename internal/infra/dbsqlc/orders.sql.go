@@ -30,6 +30,7 @@ type OrderAddPaymentParams struct {
 // One guarded atomic increment (pattern 2): the guard, not a prior read,
 // keeps paid_cents within total_cents. No row: missing, cancelled or overpaid.
 // Patterns and rule ids: docs/patterns.md.
+// Balance: ActorReleaseBalance of the amount (app.RecordPayment).
 func (q *Queries) OrderAddPayment(ctx context.Context, db DBTX, arg OrderAddPaymentParams) (Order, error) {
 	row := db.QueryRow(ctx, orderAddPayment, arg.AmountCents, arg.ID)
 	var i Order
@@ -67,6 +68,7 @@ type OrderAddRefundParams struct {
 // CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
 // row: missing, not cancelled or over-refunded.
 // Patterns and rule ids: docs/patterns.md.
+// Balance: none: only a cancelled order is refunded, and a cancelled order owes nothing (app.RecordRefund).
 func (q *Queries) OrderAddRefund(ctx context.Context, db DBTX, arg OrderAddRefundParams) (Order, error) {
 	row := db.QueryRow(ctx, orderAddRefund, arg.AmountCents, arg.ID)
 	var i Order
@@ -151,6 +153,7 @@ type OrderInsertParams struct {
 
 // The creation time comes from the caller, like the id: the pipelined
 // placement renders its answer before this insert goes out with COMMIT.
+// Balance: ActorChargeBalance, first in the placement's write batch (app.PlaceOrder, store.WritePlacement).
 func (q *Queries) OrderInsert(ctx context.Context, db DBTX, arg OrderInsertParams) (Order, error) {
 	row := db.QueryRow(ctx, orderInsert,
 		arg.ID,
@@ -417,6 +420,7 @@ type OrderSetStatusParams struct {
 // Optimistic concurrency driven by If-Match (pattern 4): the transition applies
 // only to the version the caller saw, which the domain already checked.
 // Patterns and rule ids: docs/patterns.md.
+// Balance: ActorReleaseBalance of what was still owed, on cancel (app.CancelOrder); a ship keeps the order owed.
 func (q *Queries) OrderSetStatus(ctx context.Context, db DBTX, arg OrderSetStatusParams) (Order, error) {
 	row := db.QueryRow(ctx, orderSetStatus, arg.Status, arg.ID, arg.Version)
 	var i Order

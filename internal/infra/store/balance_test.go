@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
-	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,40 +14,58 @@ import (
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
-// orderWrites names every sqlc statement that writes the orders table and
-// the balance statement that goes with it in the same transaction. The
-// customer's maintained balance is the sum of total_cents - paid_cents over
-// their placed and shipped orders, so any statement that inserts an order or
-// changes its total, paid amount or status must move it.
-var orderWrites = map[string]string{
-	"OrderInsert":     "ActorChargeBalance, first in placement's write batch (app.PlaceOrder, store.WritePlacement)",
-	"OrderAddPayment": "ActorReleaseBalance of the amount (app.RecordPayment)",
-	"OrderSetStatus":  "ActorReleaseBalance of what was still owed on cancel (app.CancelOrder); a ship keeps the order owed",
-	"OrderAddRefund":  "none: only a cancelled order is refunded, and a cancelled order owes nothing (app.RecordRefund)",
-}
-
 // TestEveryOrderWriteMovesTheBalance fails when a statement that writes
-// orders is added without deciding how it moves the balance: every such
-// statement in the generated code must be listed in orderWrites (and
-// TestBalanceFollowsEveryOrderChange drives each listed path and compares
-// the balance with the orders after every step).
+// orders is added without deciding how it moves the balance. The customer's
+// maintained balance is the sum of total_cents - paid_cents over their
+// placed and shipped orders, so any statement that inserts an order or
+// changes its total, paid amount or status must move it in the same
+// transaction. The decision is written beside the statement, in its comment
+// in db/queries: a line "-- Balance: " naming the balance statement that goes
+// with it, or saying why none does (TestBalanceFollowsEveryOrderChange then
+// drives each path and compares the balance with the orders after every step).
 func TestEveryOrderWriteMovesTheBalance(t *testing.T) {
 	t.Parallel()
 	writes := regexp.MustCompile(`(?is)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+orders\b`)
-	var found []string
+	notes := balanceNotes(t)
 	for _, q := range generatedQueries(t) {
-		if writes.MatchString(q.sql) {
-			found = append(found, q.name)
-			if _, ok := orderWrites[q.name]; !ok {
-				t.Errorf("%s writes orders but moves no balance: move actors.balance_cents in the same transaction and list it in orderWrites", q.name)
+		if !writes.MatchString(q.sql) {
+			continue
+		}
+		if notes[q.name] == "" {
+			t.Errorf("%s writes orders but says nothing of the balance: move actors.balance_cents in the same transaction, and say which statement does (or why none) in a \"-- Balance: \" line of its comment in db/queries", q.name)
+		}
+		delete(notes, q.name)
+	}
+	for name := range notes {
+		t.Errorf("%s has a \"-- Balance: \" line but writes no orders: remove the line", name)
+	}
+}
+
+// balanceNotes reads the "-- Balance: " line of every query in db/queries,
+// by query name.
+func balanceNotes(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("../../../db/queries/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no query files: %v", err)
+	}
+	name := regexp.MustCompile(`^-- name: (\w+) `)
+	notes := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		current := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			if m := name.FindStringSubmatch(line); m != nil {
+				current = m[1]
+			} else if note, ok := strings.CutPrefix(line, "-- Balance: "); ok && current != "" {
+				notes[current] = note
 			}
 		}
 	}
-	for name := range orderWrites {
-		if !slices.Contains(found, name) {
-			t.Errorf("orderWrites lists %s, which no longer writes orders", name)
-		}
-	}
+	return notes
 }
 
 // TestBalanceMigrationBackfillsFromOrders: the database is taken back to
