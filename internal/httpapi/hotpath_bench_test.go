@@ -55,7 +55,7 @@ func benchOrder() *domain.Order {
 	}
 	t := time.Date(2026, 12, 2, 17, 3, 58, 372298000, time.UTC)
 	return domain.RehydrateOrder(uuid.MustParse("01a237b6-85a5-7acf-9996-41632f2c0246"),
-		uuid.MustParse("01a237b6-4747-7be8-bca2-bdacd4bae07a"), domain.StatusPlaced, lines, 4405, 0, 0, 1, t, t)
+		uuid.MustParse("01a237b6-4747-7be8-bca2-bdacd4bae07a"), domain.StatusPlaced, lines, 4405, 0, 1, t, t)
 }
 
 func benchPlaceCommand() app.PlaceOrderCommand {

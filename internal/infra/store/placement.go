@@ -95,5 +95,5 @@ func (s placementRepo) WritePlacement(ctx context.Context, o *domain.Order, take
 			return nil, wrap("placement.write_placement", err)
 		}
 	}
-	return domain.RehydrateOrder(o.ID(), o.CustomerID(), o.Status(), o.Lines(), o.Total(), 0, 0, o.Version(), at, at), nil
+	return domain.RehydrateOrder(o.ID(), o.CustomerID(), o.Status(), o.Lines(), o.Total(), 0, o.Version(), at, at), nil
 }
