@@ -245,7 +245,10 @@ func TestParseLineRequests(t *testing.T) {
 func order(status domain.OrderStatus, total, paid domain.Cents) *domain.Order {
 	now := time.Now()
 	lines := []domain.OrderLine{{ProductID: uuid.New(), Quantity: 1, UnitPrice: total}}
-	return domain.RehydrateOrder(uuid.New(), uuid.New(), status, lines, total, paid, 3, now, now)
+	return domain.RehydrateOrder(domain.OrderRecord{
+		ID: uuid.New(), CustomerID: uuid.New(), Status: status, Lines: lines, Total: total, Paid: paid,
+		Version: 3, CreatedAt: now, UpdatedAt: now,
+	})
 }
 
 // wantCode fails unless err carries code ("" for no error).

@@ -101,9 +101,22 @@ func PlaceOrder(id, customerID uuid.UUID, lines []OrderLine) (*Order, error) {
 	return &Order{id: id, customerID: customerID, status: StatusPlaced, lines: lines, total: total, version: 1}, nil
 }
 
+// OrderRecord is an order as storage holds it: what RehydrateOrder takes.
+// Its fields are named, so a field added to the order is set where it is
+// stored and read, and every other caller leaves it at zero unchanged.
+type OrderRecord struct {
+	ID, CustomerID       uuid.UUID
+	Status               OrderStatus
+	Lines                []OrderLine
+	Total, Paid          Cents
+	Version              Version
+	CreatedAt, UpdatedAt time.Time
+}
+
 // RehydrateOrder rebuilds an order from storage. Only repositories call it.
-func RehydrateOrder(id, customerID uuid.UUID, status OrderStatus, lines []OrderLine, total, paid Cents, version Version, createdAt, updatedAt time.Time) *Order {
-	return &Order{id: id, customerID: customerID, status: status, lines: lines, total: total, paid: paid, version: version, createdAt: createdAt, updatedAt: updatedAt}
+func RehydrateOrder(r OrderRecord) *Order {
+	return &Order{id: r.ID, customerID: r.CustomerID, status: r.Status, lines: r.Lines, total: r.Total, paid: r.Paid,
+		version: r.Version, createdAt: r.CreatedAt, updatedAt: r.UpdatedAt}
 }
 
 func (o *Order) ID() uuid.UUID         { return o.id }

@@ -54,8 +54,10 @@ func benchOrder() *domain.Order {
 		{ProductID: uuid.MustParse("00000000-0000-7000-8000-000000009001"), Quantity: 3, UnitPrice: 305},
 	}
 	t := time.Date(2026, 12, 2, 17, 3, 58, 372298000, time.UTC)
-	return domain.RehydrateOrder(uuid.MustParse("01a237b6-85a5-7acf-9996-41632f2c0246"),
-		uuid.MustParse("01a237b6-4747-7be8-bca2-bdacd4bae07a"), domain.StatusPlaced, lines, 4405, 0, 1, t, t)
+	return domain.RehydrateOrder(domain.OrderRecord{
+		ID: uuid.MustParse("01a237b6-85a5-7acf-9996-41632f2c0246"), CustomerID: uuid.MustParse("01a237b6-4747-7be8-bca2-bdacd4bae07a"),
+		Status: domain.StatusPlaced, Lines: lines, Total: 4405, Version: 1, CreatedAt: t, UpdatedAt: t,
+	})
 }
 
 func benchPlaceCommand() app.PlaceOrderCommand {

@@ -57,8 +57,11 @@ func toOrder(r dbsqlc.Order, lines []domain.OrderLine) (*domain.Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	return domain.RehydrateOrder(r.ID, r.CustomerID, st, lines, domain.Cents(r.TotalCents), domain.Cents(r.PaidCents),
-		domain.Version(r.Version), r.CreatedAt, r.UpdatedAt), nil
+	return domain.RehydrateOrder(domain.OrderRecord{
+		ID: r.ID, CustomerID: r.CustomerID, Status: st, Lines: lines,
+		Total: domain.Cents(r.TotalCents), Paid: domain.Cents(r.PaidCents),
+		Version: domain.Version(r.Version), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}), nil
 }
 
 // Get reads the order with its lines in one statement (OrderGet joins

@@ -95,5 +95,8 @@ func (s placementRepo) WritePlacement(ctx context.Context, o *domain.Order, take
 			return nil, wrap("placement.write_placement", err)
 		}
 	}
-	return domain.RehydrateOrder(o.ID(), o.CustomerID(), o.Status(), o.Lines(), o.Total(), 0, o.Version(), at, at), nil
+	return domain.RehydrateOrder(domain.OrderRecord{
+		ID: o.ID(), CustomerID: o.CustomerID(), Status: o.Status(), Lines: o.Lines(), Total: o.Total(),
+		Version: o.Version(), CreatedAt: at, UpdatedAt: at,
+	}), nil
 }
