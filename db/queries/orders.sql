@@ -71,3 +71,42 @@ RETURNING *;
 -- name: PaymentInsert :exec
 INSERT INTO payments (id, order_id, actor_id, amount_cents)
 VALUES (@id, @order_id, @actor_id, @amount_cents);
+
+-- name: OrderAddRefund :one
+-- One guarded atomic increment (pattern 2), like OrderAddPayment: the guard,
+-- not a prior read, keeps refunded_cents within paid_cents, backed by the
+-- CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
+-- row: missing, not cancelled or over-refunded.
+-- Patterns and rule ids: docs/patterns.md.
+-- Balance: none: only a cancelled order is refunded, and a cancelled order owes nothing (app.RecordRefund).
+UPDATE orders
+SET refunded_cents = refunded_cents + @amount_cents,
+    version        = version + 1,
+    updated_at     = now()
+WHERE id = @id AND status = 'cancelled'
+  AND refunded_cents + @amount_cents <= paid_cents
+RETURNING *;
+
+-- name: RefundInsert :exec
+INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+VALUES (@id, @order_id, @actor_id, @amount_cents, @reason);
+
+-- name: OrderRefundsBeyondPaid :many
+-- `api check`: every order whose refunded_cents exceeds its paid_cents or
+-- that was refunded without being cancelled (the CHECK and the guard keep
+-- both from happening; this finds what went around them).
+SELECT id, status, paid_cents, refunded_cents
+FROM orders
+WHERE refunded_cents > 0 AND (refunded_cents > paid_cents OR status <> 'cancelled')
+ORDER BY id;
+
+-- name: OrderRefundSumMismatches :many
+-- `api check`: every order whose refunded_cents differs from the sum of its
+-- refund rows, in one statement (one snapshot).
+SELECT o.id, o.refunded_cents, COALESCE(r.sum, 0)::bigint AS refunds_cents
+FROM orders o
+LEFT JOIN (SELECT order_id, sum(amount_cents) AS sum
+           FROM refunds
+           GROUP BY order_id) r ON r.order_id = o.id
+WHERE o.refunded_cents <> COALESCE(r.sum, 0)
+ORDER BY o.id;

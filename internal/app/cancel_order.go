@@ -10,9 +10,12 @@ import (
 
 // CancelOrder cancels an order and gives back what it took.
 //
-// Invariants: a shipped order is never cancelled, a paid order is not
-// cancelled, a cancelled order's stock returns exactly once, and the
-// customer's balance stops counting a cancelled order exactly once.
+// Invariants: a shipped order is never cancelled, a cancelled order's stock
+// returns exactly once, and the customer's balance stops counting a
+// cancelled order exactly once. An order paid in part (or in full) may be
+// cancelled: what was paid stays in paid_cents and becomes refundable
+// (RecordRefund), and only what was still owed leaves the balance, so the
+// balance stays the sum over the customer's placed and shipped orders.
 //
 // Mechanism, in one READ COMMITTED transaction: optimistic concurrency driven
 // by If-Match (pattern 4). The domain checks the move on the order as read
@@ -20,9 +23,13 @@ import (
 // only if nobody changed the order since. Of a concurrent cancel and ship (or
 // payment, which advances the version too) carrying the same ETag, exactly one
 // matches the version; the other updates zero rows and gets version_conflict.
+// A payment racing the cancellation is so either counted before it (the
+// cancel then fails on the version and is retried with the new ETag, and the
+// payment is refundable) or refused after it (its guard refuses a cancelled
+// order).
 // Only then, in the same transaction and so exactly once, it takes what the
-// order still owed (total - paid of the row the guarded update returned) off
-// the customer's balance with a guarded atomic statement (pattern 2), and
+// order still owed (total - paid of the row the guarded update returned, never
+// of the row as first read) off the customer's balance with a guarded atomic statement (pattern 2), and
 // returns the stock, locking the stock rows FOR NO KEY UPDATE in product id
 // order like placement does: order, then customer, then stock rows.
 // order.cancelled is appended in the same transaction.

@@ -374,8 +374,11 @@ func conformOrders(c *conformance, staff, alice, bob, pid string) {
 	c.want(pay(bob, "p4", 1), 404, "not_found")
 	c.want(c.do("POST", opath+"/payments", alice, map[string]any{"amount_cents": 1}), 400, "idempotency_key_required")
 
-	// The paid order is not cancelled; it can be shipped.
-	c.want(c.do("POST", opath+"/cancel", alice, nil, "If-Match", `"v2"`), 409, "invalid_transition")
+	// The paid order is not refunded while it is placed; it can be shipped.
+	refund := func(token, path, key string, amount int, reason string) *httpkit.Response {
+		return c.do("POST", path+"/refunds", token, map[string]any{"amount_cents": amount, "reason": reason}, "Idempotency-Key", key)
+	}
+	c.want(refund(staff, opath, "r0", 1, "goodwill"), 409, "invalid_transition")
 	c.want(c.do("POST", opath+"/ship", alice, nil, "If-Match", `"v2"`), 403, "forbidden")
 	c.want(c.do("POST", opath+"/ship", staff, nil), 428, "precondition_required")
 	c.want(c.do("POST", opath+"/ship", staff, nil, "If-Match", `"v1"`), 409, "version_conflict")
@@ -397,6 +400,31 @@ func conformOrders(c *conformance, staff, alice, bob, pid string) {
 	c.want(c.do("POST", spath+"/cancel", alice, "{}", "If-Match", `"v1"`, "Idempotency-Key", "c1"), 200, "")
 	c.want(c.do("POST", spath+"/cancel", alice, nil, "If-Match", `"v1"`, "Idempotency-Key", `"c1`), 400, "invalid_idempotency_key")
 	c.want(c.do("POST", spath+"/payments", staff, map[string]any{"amount_cents": 1}, "Idempotency-Key", "p5"), 409, "invalid_transition")
+
+	// A third order is paid in part, cancelled, and what was paid refunded.
+	third := c.want(place(alice, "o8", line(pid, 1)), 201, "")
+	tpath := "/v1/orders/" + third.String("id")
+	c.want(c.do("POST", tpath+"/payments", alice, map[string]any{"amount_cents": 300}, "Idempotency-Key", "p6"), 201, "")
+	cancelled := c.want(c.do("POST", tpath+"/cancel", alice, nil, "If-Match", `"v2"`), 200, "")
+	if cancelled.Int("paid_cents") != 300 || cancelled.Int("refunded_cents") != 0 {
+		c.t.Errorf("cancelled after a payment of 300: %s", cancelled.Body)
+	}
+	c.want(refund(alice, tpath, "r1", 100, "damaged"), 403, "forbidden")
+	c.want(c.do("POST", tpath+"/refunds", staff, map[string]any{"amount_cents": 100, "reason": "damaged"}), 400, "idempotency_key_required")
+	c.want(refund(staff, tpath, "r2", 0, "damaged"), 422, "validation_failed")
+	c.want(refund(staff, tpath, "r3", 100, "two\nlines"), 422, "validation_failed")
+	c.want(c.do("POST", tpath+"/refunds", staff, map[string]any{"amount_cents": 100}, "Idempotency-Key", "r4"), 422, "validation_failed")
+	c.want(refund(staff, tpath, "r5", 200, "damaged"), 201, "")
+	c.want(refund(staff, tpath, "r5", 200, "damaged"), 201, "")
+	c.want(refund(staff, tpath, "r5", 100, "damaged"), 422, "idempotency_key_reused")
+	c.want(refund(staff, tpath, "r6", 101, "damaged"), 409, "over_refund")
+	if last := c.want(refund(staff, tpath, "r7", 100, "the rest"), 201, ""); last.Int("refunded_cents") != 300 {
+		c.t.Errorf("refunded after 200 and 100: %s", last.Body)
+	}
+	c.want(refund(staff, "/v1/orders/"+uuid.NewString(), "r8", 1, "x"), 404, "not_found")
+	if got := c.want(c.do("GET", tpath, alice, nil), 200, ""); got.Int("refunded_cents") != 300 || got.Int("paid_cents") != 300 {
+		c.t.Errorf("order after refunds: %s", got.Body)
+	}
 }
 
 func conformActors(c *conformance, staff string, bob testkit.Actor) {

@@ -35,7 +35,7 @@ type check struct {
 
 // checks is every invariant and derived value of the contract that SQL can
 // see, one kind each. Adding one: a statement in db/queries/check.sql (or
-// in the table's own file), an entry here, and a test that corrupts the database in that one way and
+// in the table's own file, as the refunds' in orders.sql), an entry here, and a test that corrupts the database in that one way and
 // sees exactly that kind (cmd/api/check_test.go). The constraints of the
 // schema (paid_cents within total_cents, a line's quantity, …) are not
 // repeated here: the database refuses any row that breaks them. Each kind
@@ -84,6 +84,20 @@ var checks = []check{
 		rows, err := q.CheckNegativeStock(ctx, db)
 		return lines(rows, err, func(r dbsqlc.CheckNegativeStockRow) string {
 			return fmt.Sprintf("product %s (sku %s) has stock %d, below zero", r.ProductID, r.Sku, r.Stock)
+		})
+	}},
+	{"refund_beyond_paid", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
+		rows, err := q.OrderRefundsBeyondPaid(ctx, db)
+		return lines(rows, err, func(r dbsqlc.OrderRefundsBeyondPaidRow) string {
+			return fmt.Sprintf("order %s (%s) has refunded_cents %d but paid_cents %d: only what a cancelled order was paid may be refunded",
+				r.ID, r.Status, r.RefundedCents, r.PaidCents)
+		})
+	}},
+	{"refund_sum", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
+		rows, err := q.OrderRefundSumMismatches(ctx, db)
+		return lines(rows, err, func(r dbsqlc.OrderRefundSumMismatchesRow) string {
+			return fmt.Sprintf("order %s has refunded_cents %d but its refunds sum to %d (difference %+d)",
+				r.ID, r.RefundedCents, r.RefundsCents, r.RefundedCents-r.RefundsCents)
 		})
 	}},
 	{"order_event", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, o CheckOptions) ([]string, error) {
