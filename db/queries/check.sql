@@ -8,7 +8,7 @@
 
 -- name: CheckBalancesOverLimit :many
 -- A customer's maintained outstanding balance never exceeds the credit
--- limit (the placement's guard, ActorReserveBalance).
+-- limit (the placement's guard, ActorChargeBalance).
 SELECT id, balance_cents, credit_limit_cents
 FROM actors
 WHERE balance_cents > credit_limit_cents

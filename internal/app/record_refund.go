@@ -11,8 +11,8 @@ import (
 // RecordRefund gives back money paid on a cancelled order.
 //
 // Invariants: refunded_cents never exceeds paid_cents, only a cancelled
-// order is refunded, and a refund is counted once. Mechanism: one guarded
-// atomic increment (pattern 2), UPDATE … SET refunded_cents = refunded_cents
+// order is refunded, and a refund is counted once. Mechanism, in one READ
+// COMMITTED transaction: one guarded atomic increment (pattern 2), UPDATE … SET refunded_cents = refunded_cents
 // + n WHERE status = 'cancelled' AND refunded_cents + n <= paid_cents, backed
 // by the CHECK orders_refund_within_paid; concurrent refunds of one order
 // queue on its row lock and each re-evaluates the guard on the row the one
@@ -69,7 +69,10 @@ func (h RecordRefund) Handle(ctx context.Context, cmd RecordRefundCommand, call 
 }
 
 // refundRefused says why the refund's guard refused, from the order as it is
-// now (domain.Order.CheckRefund).
+// now (domain.Order.CheckRefund). The order read here may already differ
+// from the row the guard saw (another refund committed in between, making
+// room or not): when the check now passes, the guard refused on the amount,
+// so the answer is over_refund.
 func refundRefused(ctx context.Context, repos Repositories, cmd RecordRefundCommand) error {
 	now, err := repos.Orders().Get(ctx, cmd.OrderID)
 	if err != nil {

@@ -105,18 +105,23 @@ func PlaceOrder(id, customerID uuid.UUID, lines []OrderLine) (*Order, error) {
 
 // OrderRecord is an order as storage holds it: what RehydrateOrder takes.
 // Its fields are named, so a field added to the order is set where it is
-// stored and read, and every other caller leaves it at zero unchanged.
+// stored and read; callers that do not know a new field leave it zero and
+// need no change.
 type OrderRecord struct {
-	ID, CustomerID       uuid.UUID
-	Status               OrderStatus
-	Lines                []OrderLine
-	Total, Paid          Cents
-	Refunded             Cents
-	Version              Version
-	CreatedAt, UpdatedAt time.Time
+	ID         uuid.UUID
+	CustomerID uuid.UUID
+	Status     OrderStatus
+	Lines      []OrderLine
+	Total      Cents
+	Paid       Cents
+	Refunded   Cents
+	Version    Version
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
-// RehydrateOrder rebuilds an order from storage. Only repositories call it.
+// RehydrateOrder rebuilds an order from storage. Only repositories (and
+// tests) call it.
 func RehydrateOrder(r OrderRecord) *Order {
 	return &Order{id: r.ID, customerID: r.CustomerID, status: r.Status, lines: r.Lines, total: r.Total, paid: r.Paid,
 		refunded: r.Refunded, version: r.Version, createdAt: r.CreatedAt, updatedAt: r.UpdatedAt}

@@ -418,8 +418,11 @@ func tableDigest(t *testing.T, e *httpkit.Env) map[string]string {
 		t.Fatalf("tables: %v", err)
 	}
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(tables) == 0 {
-		t.Fatalf("tables: %v (%d)", err, len(tables))
+	if err != nil {
+		t.Fatalf("tables: %v", err)
+	}
+	if len(tables) == 0 {
+		t.Fatal("the schema has no tables")
 	}
 	out := map[string]string{}
 	for _, tbl := range tables {

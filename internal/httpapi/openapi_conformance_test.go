@@ -399,6 +399,7 @@ func conformOrders(c *conformance, staff, alice, bob, pid string) {
 
 	// The paid order is not refunded while it is placed; it can be shipped.
 	refund := func(token, path, key string, amount int, reason string) *httpkit.Response {
+		c.t.Helper()
 		return c.do("POST", path+"/refunds", token, map[string]any{"amount_cents": amount, "reason": reason}, "Idempotency-Key", key)
 	}
 	c.want(refund(staff, opath, "r0", 1, "goodwill"), 409, "invalid_transition")

@@ -46,7 +46,7 @@ type CheckBalancesOverLimitRow struct {
 // checks live with their tables (ActorBalanceMismatches in actors.sql,
 // StockLevelsMissing in stock.sql).
 // A customer's maintained outstanding balance never exceeds the credit
-// limit (the placement's guard, ActorReserveBalance).
+// limit (the placement's guard, ActorChargeBalance).
 func (q *Queries) CheckBalancesOverLimit(ctx context.Context, db DBTX) ([]CheckBalancesOverLimitRow, error) {
 	rows, err := db.Query(ctx, checkBalancesOverLimit)
 	if err != nil {
