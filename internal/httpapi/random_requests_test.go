@@ -119,15 +119,12 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 		t.Error(b)
 	}
 
-	// Nothing half-written.
+	// Nothing half-written: every invariant api check knows (store.Check,
+	// whatever kinds it has), then what it does not look at.
+	e.Check()
 	checks := map[string]string{
 		"orders without lines":                     `SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_lines l WHERE l.order_id = o.id)`,
-		"orders whose total is not their lines'":   `SELECT count(*) FROM orders o WHERE total_cents <> (SELECT coalesce(sum(quantity * unit_price_cents), 0) FROM order_lines l WHERE l.order_id = o.id)`,
-		"orders paid other than their payments":    `SELECT count(*) FROM orders o WHERE paid_cents <> (SELECT coalesce(sum(amount_cents), 0) FROM payments p WHERE p.order_id = o.id)`,
-		"orders refunded other than their refunds": `SELECT count(*) FROM orders o WHERE refunded_cents <> (SELECT coalesce(sum(amount_cents), 0) FROM refunds r WHERE r.order_id = o.id)`,
-		"refunds beyond paid or of a live order":   `SELECT count(*) FROM orders WHERE refunded_cents > paid_cents OR (refunded_cents > 0 AND status <> 'cancelled')`,
 		"refunds without refund.recorded":          `SELECT (SELECT count(*) FROM refunds) - (SELECT count(*) FROM outbox_events WHERE type = 'refund.recorded')`,
-		"orders without order.placed":              `SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.type = 'order.placed' AND e.aggregate_id = o.id)`,
 		"cancelled orders without order.cancelled": `SELECT count(*) FROM orders o WHERE status = 'cancelled' AND NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.type = 'order.cancelled' AND e.aggregate_id = o.id)`,
 		"shipped orders without order.shipped":     `SELECT count(*) FROM orders o WHERE status = 'shipped' AND NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.type = 'order.shipped' AND e.aggregate_id = o.id)`,
 		"payments without payment.recorded":        `SELECT (SELECT count(*) FROM payments) - (SELECT count(*) FROM outbox_events WHERE type = 'payment.recorded')`,
