@@ -12,7 +12,8 @@ import (
 const guardsSet = `-- name: GuardsSet :exec
 SELECT set_config('statement_timeout', $1::text, true),
        set_config('lock_timeout', $2::text, true),
-       set_config('idle_in_transaction_session_timeout', $3::text, true)
+       set_config('idle_in_transaction_session_timeout', $3::text, true),
+       set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
 type GuardsSetParams struct {
@@ -21,11 +22,18 @@ type GuardsSetParams struct {
 	IdleInTxTimeout  string
 }
 
-// The guard timeouts of one transaction (seed: "Set guards"). is_local =
-// true: they last until the transaction ends, so they never leak to the
-// next client of a server connection that a transaction pooler
-// (PgBouncer, pool_mode = transaction) shares. Sent with the transaction's
-// first round trip, in front of its first statement.
+// The guard timeouts of one transaction (seed: "Set guards"), and its plan
+// cache mode. is_local = true: they last until the transaction ends, so
+// they never leak to the next client of a server connection that a
+// transaction pooler (PgBouncer, pool_mode = transaction) shares. Sent with
+// the transaction's first round trip, in front of its first statement.
+// FAST PATH (docs/fast-path.md #14): force_generic_plan makes every later
+// statement of the transaction run its prepared statement's one generic
+// plan. Under the default (auto) PostgreSQL kept planning StockLockRows,
+// StockAddDeltas and the keyset pages afresh at every execution, since a
+// custom plan for the actual array or bound looks cheaper than the generic
+// one; their generic plans are the same index scans
+// (TestEveryQueryUsesAnIndex plans every query in its generic form).
 func (q *Queries) GuardsSet(ctx context.Context, db DBTX, arg GuardsSetParams) error {
 	_, err := db.Exec(ctx, guardsSet, arg.StatementTimeout, arg.LockTimeout, arg.IdleInTxTimeout)
 	return err

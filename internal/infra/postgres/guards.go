@@ -7,6 +7,10 @@ import (
 )
 
 // FAST PATH (docs/fast-path.md #2): the guards ride with BEGIN.
+// FAST PATH (docs/fast-path.md #14): GuardsSet also sets plan_cache_mode
+// to force_generic_plan, local to the transaction like the timeouts: every
+// later statement runs the generic plan its connection prepared once,
+// instead of a custom plan made at each execution.
 //
 // guards are the arguments of a pool's GuardsSet, ready to queue in front
 // of a transaction's first statement.

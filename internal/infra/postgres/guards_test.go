@@ -101,9 +101,9 @@ func TestGuardsAreInForceInEveryTransactionAndLeakNowhere(t *testing.T) {
 	t.Parallel()
 	runner, pool := guardedRunner(t, 7*time.Second, 3*time.Second, 11*time.Second)
 	ctx := context.Background()
-	want := "7s 3s 11s"
+	want := "7s 3s 11s force_generic_plan"
 	show := `SELECT current_setting('statement_timeout') || ' ' || current_setting('lock_timeout') || ' ' ||
-	         current_setting('idle_in_transaction_session_timeout')`
+	         current_setting('idle_in_transaction_session_timeout') || ' ' || current_setting('plan_cache_mode')`
 	for i := range 20 {
 		var got string
 		err := runner.InTx(ctx, nil, app.ReadCommitted, func(ctx context.Context, tx app.Repositories) error {
@@ -126,8 +126,8 @@ func TestGuardsAreInForceInEveryTransactionAndLeakNowhere(t *testing.T) {
 	defer plain.Close(ctx)
 	for i := range 20 {
 		var got string
-		if err := plain.QueryRow(ctx, show).Scan(&got); err != nil || got != "0 0 0" {
-			t.Fatalf("plain client %d: settings %q (%v), want the defaults 0 0 0", i, got, err)
+		if err := plain.QueryRow(ctx, show).Scan(&got); err != nil || got != "0 0 0 auto" {
+			t.Fatalf("plain client %d: settings %q (%v), want the defaults 0 0 0 auto", i, got, err)
 		}
 	}
 }

@@ -68,7 +68,10 @@ type PoolConfig struct {
 // pgx's default_query_exec_mode in the URL is honoured. Without it pgx
 // caches named prepared statements per connection (cache_statement): every
 // query is static sqlc text, so each connection prepares it once and then
-// sends only Bind/Execute, and the server plans it once. Measured against
+// sends only Bind/Execute, and the server plans it once: GuardsSet forces
+// the generic plan (docs/fast-path.md #14), which PostgreSQL's default
+// (plan_cache_mode = auto) gave up for a new custom plan at every execution
+// of StockLockRows, StockAddDeltas and the keyset pages. Measured against
 // cache_describe: placements 17% and mixed traffic 38% faster
 // (docs/bench/REPORT.md). Behind PgBouncer in transaction mode before 1.21
 // (or with max_prepared_statements = 0) a named statement prepared on one

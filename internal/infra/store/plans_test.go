@@ -62,7 +62,9 @@ func checkQueries(t *testing.T) map[string]bool {
 // code, so that no query can be added without being checked) against tables
 // filled with enough rows that a sequential scan would be the planner's
 // honest choice if no index fitted, and fails on any Seq Scan. It uses the
-// generic plan, the one a prepared statement gets whatever its parameters.
+// generic plan, the one a prepared statement gets whatever its parameters,
+// and the only one the service's transactions and reads run: GuardsSet sets
+// plan_cache_mode to force_generic_plan in each (docs/fast-path.md #14).
 func TestEveryQueryUsesAnIndex(t *testing.T) {
 	t.Parallel()
 	queries := generatedQueries(t)
