@@ -14,9 +14,13 @@
 #   BENCH_CONCURRENCY [1,8,32]
 #   BENCH_SCENARIOS [spread,hot,replay,storm,mixed,nokeys,dispatch,steady]: the
 #   throughput scenarios, then "steady" = drain,lag,soak,history (each may be
-#   named alone). Steady-state knobs: BENCH_SOAK [10m] soak length,
-#   BENCH_SOAK_TTL [2m] the service's IDEMPOTENCY_TTL and OUTBOX_RETENTION
-#   during the soak, BENCH_SOAK_RATE [0.7 × the lag scenario's peak],
+#   named alone). "work" alone runs only the counting phase and the
+#   pg_stat_statements phase (each request kind's statements, executor and
+#   planner time, CPU and latency at c=1; BENCH_WORK_COUNT [1000] requests of
+#   each) and writes raw/results-<label>.json, leaving REPORT.md as it is
+#   (every throughput run does the phase too). Steady-state knobs:
+#   BENCH_SOAK [10m] soak length, BENCH_SOAK_TTL [2m] the service's
+#   IDEMPOTENCY_TTL and OUTBOX_RETENTION during the soak, BENCH_SOAK_RATE [0.7 × the lag scenario's peak],
 #   BENCH_DRAIN_EVENTS [50000], BENCH_HISTORY_ORDERS [100000]. A run of
 #   steady scenarios only leaves the throughput section of REPORT.md alone.
 #   BENCH_LABEL [current] BENCH_CUSTOMERS [64] BENCH_API_ENV ["KEY=VAL ..."]
@@ -80,8 +84,13 @@ done
 
 echo "== PostgreSQL in $WORK on 127.0.0.1:$PORT"
 asdb "$PGBIN/initdb" -D "$WORK/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
+# In the configuration file, not on the command line, so that ALTER SYSTEM
+# can turn the statistics on for the work phase.
+printf '%s\n' "shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track = none" >>"$WORK/data/postgresql.conf"
 # Durability off, as in CI: the benchmark measures CPU and round trips, not
 # the disk; commits cost the same for the service and for pgbench.
+# pg_stat_statements is loaded but tracks nothing, except during benchrun's
+# work phase (pgss.go), which turns it on (track = all, track_planning).
 asdb "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w -o "-p $PORT -k $WORK \
   -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB \
   -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
@@ -125,7 +134,7 @@ status=0
   -out "$OUT" -raw "$RAW" -label "$LABEL" -commit "$(git -C "$API_SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   -history-customers "$RAW/history-customers.jsonl" -soak "${BENCH_SOAK:-10m}" -soak-ttl "${BENCH_SOAK_TTL:-2m}" \
   -soak-rate "${BENCH_SOAK_RATE:-0}" -drain-events "${BENCH_DRAIN_EVENTS:-50000}" -history-orders "${BENCH_HISTORY_ORDERS:-100000}" \
-  -duration "$DURATION" -warmup "$WARMUP" -quiet-wait "${BENCH_QUIET_WAIT:-10s}" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
+  -work-count "${BENCH_WORK_COUNT:-1000}" -duration "$DURATION" -warmup "$WARMUP" -quiet-wait "${BENCH_QUIET_WAIT:-10s}" -concurrency "$CONCURRENCY" -scenarios "$SCENARIOS" \
   ${ENV_FLAGS[@]+"${ENV_FLAGS[@]}"} ${PPROF_FLAGS[@]+"${PPROF_FLAGS[@]}"}) || status=$?
 
 echo "== done in $(( $(date +%s) - START ))s; report: docs/bench/REPORT.md"

@@ -27,7 +27,7 @@ type options struct {
 	concurrency                                            []int
 	scenarios                                              []string
 	apiEnv                                                 multi
-	count                                                  int
+	count, workCount                                       int
 	seed                                                   bool
 	quietWait                                              time.Duration
 	noPgbench                                              bool
@@ -93,6 +93,7 @@ func parseOptions() options {
 	flag.StringVar(&scen, "scenarios", strings.Join(load.Scenarios, ","), "scenarios")
 	flag.Var(&o.apiEnv, "api-env", "KEY=VALUE added to the service's environment (repeatable)")
 	flag.IntVar(&o.count, "count", 300, "placements in the statement/round-trip counting phase")
+	flag.IntVar(&o.workCount, "work-count", 1000, "requests of each kind in the pg_stat_statements phase")
 	flag.BoolVar(&o.seed, "seed", true, "seed the database when it has no benchmark data yet")
 	flag.StringVar(&o.apis, "apis", "", "label=path,label=path,…: measure several service binaries in rotation, each (scenario, concurrency) cell running every one back to back and sharing one pgbench run; -api and -label are then ignored")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "regenerate REPORT.md and throughput.png from history/<label>.json, measuring nothing")

@@ -27,11 +27,14 @@ func run(ctx context.Context, o options) error {
 	}
 	if slices.ContainsFunc(o.scenarios, func(s string) bool { return !isSteady(s) }) {
 		// Only the throughput scenarios compare with pgbench: a steady-state
-		// run skips the counting phase.
+		// run skips the counting phase. "work" runs it alone (pgss.go).
 		for _, v := range e.variants {
 			e.use(v)
 			if err := e.count(ctx); err != nil {
 				return fmt.Errorf("counting %s: %w", v.label, err)
+			}
+			if err := e.statWork(ctx); err != nil {
+				return fmt.Errorf("pg_stat_statements %s: %w", v.label, err)
 			}
 		}
 	}
@@ -41,6 +44,9 @@ func run(ctx context.Context, o options) error {
 		}
 	}()
 	for _, s := range o.scenarios {
+		if s == "work" {
+			continue
+		}
 		if err := e.scenario(ctx, s); err != nil {
 			return err
 		}

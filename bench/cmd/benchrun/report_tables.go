@@ -16,6 +16,7 @@ func generated(r *Results, hist []*Results) string {
 	var m md
 	m.header(r)
 	m.counting(r.Counting)
+	m.work(r.Counting.Work)
 	m.throughput(r)
 	m.halfPeak(r.HalfPeak)
 	m.goals(r)

@@ -48,6 +48,9 @@ type Counting struct {
 	// Pipelined is the pipelined placement script: the same statements in
 	// one round trip per order.
 	Pipelined *Exchange `json:"pipelined,omitempty"`
+	// Work is what one request of each kind costs PostgreSQL
+	// (pg_stat_statements) and the service (CPU, latency): pgss.go.
+	Work []*Work `json:"work,omitempty"`
 }
 
 // Exchange counts statements and round trips per request.

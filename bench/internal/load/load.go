@@ -54,6 +54,12 @@ type Config struct {
 // harness holds it back in the other scenarios).
 var Scenarios = []string{"spread", "hot", "replay", "storm", "mixed", "nokeys", "dispatch"}
 
+// Probes are workloads that Run accepts but the matrix does not run: "read"
+// (GET of one of the worker's own orders, placed beforehand) and "livez"
+// (GET /livez: the HTTP hop alone, no statement). The harness's
+// pg_stat_statements phase measures one request of each.
+var Probes = []string{"read", "livez"}
+
 // Result is what a run observed.
 type Result struct {
 	Scenario    string         `json:"scenario"`
@@ -119,6 +125,8 @@ func (r *Result) Throughput() float64 {
 		return float64(r.Replays) / r.Seconds
 	case "mixed":
 		return float64(r.Orders+r.Reads) / r.Seconds
+	case "read", "livez":
+		return float64(r.Reads) / r.Seconds
 	}
 	return float64(r.Orders) / r.Seconds
 }

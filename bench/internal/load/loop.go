@@ -61,8 +61,8 @@ func withDefaults(cfg Config) (Config, error) {
 	if len(cfg.Customers) == 0 || len(cfg.Products) < 3 || len(cfg.Hot) < 2 {
 		return cfg, fmt.Errorf("need customers, at least 3 products and 2 hot products")
 	}
-	if !slices.Contains(Scenarios, cfg.Scenario) {
-		return cfg, fmt.Errorf("unknown scenario %q (want one of %v)", cfg.Scenario, Scenarios)
+	if !slices.Contains(Scenarios, cfg.Scenario) && !slices.Contains(Probes, cfg.Scenario) {
+		return cfg, fmt.Errorf("unknown scenario %q (want one of %v or %v)", cfg.Scenario, Scenarios, Probes)
 	}
 	if cfg.Scenario == "storm" && cfg.Rate > 0 {
 		return cfg, fmt.Errorf("storm runs closed loop only")

@@ -45,9 +45,9 @@ const prepOrders = 50
 
 func (w *worker) prepare(ctx context.Context) error {
 	switch w.cfg.Scenario {
-	case "replay", "mixed":
+	case "replay", "mixed", "read":
 		n := prepOrders
-		if w.cfg.Scenario == "mixed" {
+		if w.cfg.Scenario != "replay" {
 			n = 20
 		}
 		for i := 0; i < n && ctx.Err() == nil; i++ {
@@ -91,6 +91,11 @@ func (w *worker) next() outcome {
 			o.example = fmt.Sprintf("replay: %d replayed=%v %.200s", res.Status, res.Replayed, res.Body)
 		}
 		return o
+	case "read":
+		w.seq++
+		return w.get("/v1/orders/" + w.orders[w.seq%int64(len(w.orders))])
+	case "livez":
+		return w.get("/livez")
 	case "mixed":
 		r := w.rng.IntN(10)
 		switch {
