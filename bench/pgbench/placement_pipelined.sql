@@ -15,8 +15,9 @@
 -- start time and the key's random number (the same value in every statement
 -- of the transaction). The guards are the service's defaults
 -- (DB_STATEMENT_TIMEOUT, DB_LOCK_TIMEOUT, DB_IDLE_IN_TX_TIMEOUT; the claim
--- waits up to IDEMPOTENCY_WAIT); the token check reads the client's token,
--- which load.Seed gives every pgbench customer. Zero-row outcomes (a key
+-- waits up to IDEMPOTENCY_WAIT) and, as the service's GuardsSet, the plan
+-- cache mode force_generic_plan (fast-path.md #14); the token check reads
+-- the client's token, which load.Seed gives every pgbench customer. Zero-row outcomes (a key
 -- already claimed, a credit limit passed) do not stop the pipeline: the
 -- benchmark's customers never reach them, and the invariants after the run
 -- (one order per key, stock conservation, balances) would show it if they
@@ -42,7 +43,8 @@
 BEGIN ISOLATION LEVEL READ COMMITTED;
 SELECT set_config('statement_timeout', '10000'::text, true),
        set_config('lock_timeout', '2000'::text, true),
-       set_config('idle_in_transaction_session_timeout', '30000'::text, true);
+       set_config('idle_in_transaction_session_timeout', '30000'::text, true),
+       set_config('plan_cache_mode', 'force_generic_plan', true);
 SELECT set_config('lock_timeout', '5000'::text, true);
 INSERT INTO idempotency_keys (actor_id, operation, key, fingerprint, state, expires_at)
 VALUES (bench_pid(:cust), 'placeOrder', 'pgb-' || :k, sha256(('pgb-' || :k)::bytea), 'in_progress',
