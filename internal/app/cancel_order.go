@@ -10,12 +10,11 @@ import (
 
 // CancelOrder cancels an order and gives back what it took.
 //
-// Invariants: a shipped order is never cancelled, a cancelled order's stock
-// returns exactly once, and the customer's balance stops counting a
-// cancelled order exactly once. An order paid in part (or in full) may be
-// cancelled: what was paid stays in paid_cents and becomes refundable
-// (RecordRefund), and only what was still owed leaves the balance, so the
-// balance stays the sum over the customer's placed and shipped orders.
+// Invariants: only an order the domain lets go is cancelled (Order.Cancel
+// says which: never a shipped one), a cancelled order's stock returns exactly
+// once, and the customer's balance stops counting a cancelled order exactly
+// once: only what the order still owed leaves it, so the balance stays the
+// sum over the customer's placed and shipped orders.
 //
 // Mechanism, in one READ COMMITTED transaction: optimistic concurrency driven
 // by If-Match (pattern 4). The domain checks the move on the order as read
@@ -24,9 +23,9 @@ import (
 // payment, which advances the version too) carrying the same ETag, exactly one
 // matches the version; the other updates zero rows and gets version_conflict.
 // A payment racing the cancellation is so either counted before it (the
-// cancel then fails on the version and is retried with the new ETag, and the
-// payment is refundable) or refused after it (its guard refuses a cancelled
-// order).
+// cancel then fails on the version, and its retry with the new ETag is
+// decided on the order as paid) or refused after it (its guard refuses a
+// cancelled order).
 // Only then, in the same transaction and so exactly once, it takes what the
 // order still owed (total - paid of the row the guarded update returned, never
 // of the row as first read) off the customer's balance with a guarded atomic statement (pattern 2), and

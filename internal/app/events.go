@@ -11,7 +11,7 @@ import (
 // EventType names a kind of event. Its values are part of the external
 // contract (api-contract section 4). Each value, with its payload and
 // constructor, is declared in the file of the use case that appends it
-// (EventRefundRecorded in record_refund.go, …); what several events share
+// (EventPaymentRecorded in record_payment.go, …); what several events share
 // stays here: Event, EventType and the order representation of the order
 // events (orderEvent). docs/events.md lists every type, and a new one is also
 // added to the outbox's CHECK (a migration) and to the enum in openapi.yaml.
