@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,47 +147,91 @@ func TestCheckCommandReportsCorruptedRefunds(t *testing.T) {
 	}
 }
 
-// checkCorruptions breaks a sound database in one way per kind of finding.
-// Each gets the ids of a sound database: a customer who owes 700 of a
-// 1,000 order (300 paid), its product, and a second order of theirs.
-var checkCorruptions = map[string]struct {
-	sql  []string
-	what string // the finding's line contains it
-}{
-	"balance":        {[]string{`UPDATE actors SET balance_cents = balance_cents + 1 WHERE id = @customer`}, "balance_cents 1201"},
-	"credit_limit":   {[]string{`UPDATE actors SET credit_limit_cents = 1000 WHERE id = @customer`}, "owes 1200, over their credit limit of 1000"},
-	"paid":           {[]string{`INSERT INTO payments (id, order_id, actor_id, amount_cents) VALUES (gen_random_uuid(), @order, @customer, 50)`}, "paid_cents 300 but its payments sum to 350"},
-	"total":          {[]string{`UPDATE order_lines SET quantity = quantity + 1 WHERE order_id = @order`}, "total_cents 1000 but its lines sum to 1250"},
-	"staff":          {[]string{`UPDATE actors SET active = false WHERE role = 'staff'`}, "no active staff actor"},
-	"stock":          {[]string{`DELETE FROM stock_levels WHERE product_id = @product`}, "has no stock level"},
-	"negative_stock": {[]string{`ALTER TABLE stock_levels DROP CONSTRAINT stock_levels_stock_nonnegative`, `UPDATE stock_levels SET stock = -2 WHERE product_id = @product`}, "has stock -2, below zero"},
-	// Refunds are staff's on a cancelled order; the corruptions go around
-	// the guard (TestCheckCommandReportsCorruptedRefunds has more).
-	"refund_beyond_paid": {[]string{`UPDATE orders SET refunded_cents = 100 WHERE id = @order`,
-		`INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason) VALUES (gen_random_uuid(), @order, @staff, 100, 'x')`},
-		"(placed) has refunded_cents 100 but paid_cents 300"},
-	"refund_sum": {[]string{`INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason) VALUES (gen_random_uuid(), @order, @staff, 50, 'x')`},
-		"has refunded_cents 0 but its refunds sum to 50"},
-	"order_event": {[]string{
-		`DELETE FROM outbox_events WHERE type = 'order.placed' AND aggregate_id IN (@order, @older)`,
-		// An order older than OUTBOX_RETENTION may have lost its delivered event: no finding.
-		`UPDATE orders SET created_at = now() - interval '169 hours' WHERE id = @older`,
-	}, "has no order.placed event"},
+// corruption breaks a sound database in the one way that a kind of
+// finding reports: the `-- Corruption:` and `-- Finds:` lines in the comment
+// of the kind's statement (db/queries/check.sql says how they are written).
+type corruption struct {
+	sql   string // run as it is, several statements allowed
+	finds string // the finding's line contains it
+}
+
+// checkCorruptions reads the corruption of each Check… statement of
+// db/queries/*.sql, by the statement's name.
+func checkCorruptions(t *testing.T) map[string]corruption {
+	t.Helper()
+	files, err := filepath.Glob("../../db/queries/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no query files: %v", err)
+	}
+	out := map[string]corruption{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readCorruptions(string(raw), out)
+	}
+	return out
+}
+
+// readCorruptions adds the corruptions in the comments of a file of
+// queries to out.
+func readCorruptions(file string, out map[string]corruption) {
+	name, inSQL := "", false
+	for _, line := range strings.Split(file, "\n") {
+		if n, ok := strings.CutPrefix(line, "-- name: "); ok {
+			name, inSQL = strings.Fields(n)[0], false
+			continue
+		}
+		if !strings.HasPrefix(line, "--") {
+			name = "" // a statement's comment ends where its SQL begins
+		}
+		if name == "" {
+			continue
+		}
+		c := out[name]
+		if sql, ok := strings.CutPrefix(line, "-- Corruption:"); ok {
+			c.sql, inSQL = strings.TrimSpace(sql), true
+		} else if finds, ok := strings.CutPrefix(line, "-- Finds:"); ok {
+			c.finds, inSQL = strings.TrimSpace(finds), false
+		} else if inSQL && strings.HasPrefix(line, "--  ") {
+			c.sql += "\n" + strings.TrimSpace(line[2:])
+		} else {
+			inSQL = false
+		}
+		out[name] = c
+	}
+}
+
+// queryName is the name of a kind's statement: negative_stock is
+// CheckNegativeStock.
+func queryName(kind string) string {
+	name := "Check"
+	for _, w := range strings.Split(kind, "_") {
+		if w != "" {
+			name += strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return name
 }
 
 // TestCheckFindsEachCorruption: for every kind of finding, a sound database
 // broken in that one way makes `api check` print exactly one line, of that
 // kind, naming what is wrong, and fail; before, a payment that paid_cents
 // does not reflect, or no active staff, passed with exit 0. Every kind
-// Check knows has its corruption here.
+// Check knows has its corruption, in its statement's comment. The database:
+// a staff member; a customer with a credit limit of 2,000 who owes 1,200;
+// one product at 250; the customer's order of 4 (1,000, 300 paid) and
+// order of 2 (500, nothing paid).
 func TestCheckFindsEachCorruption(t *testing.T) {
 	t.Parallel()
+	corruptions := checkCorruptions(t)
 	for _, kind := range store.CheckKinds() {
-		if _, ok := checkCorruptions[kind]; !ok {
-			t.Errorf("kind %q has no corruption test in checkCorruptions", kind)
+		c := corruptions[queryName(kind)]
+		if c.sql == "" || c.finds == "" {
+			t.Errorf("kind %q has no corruption: its statement %s needs a -- Corruption: and a -- Finds: line in its comment", kind, queryName(kind))
+			continue
 		}
-	}
-	for kind, c := range checkCorruptions {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			e := httpkit.New(t)
@@ -200,24 +246,21 @@ func TestCheckFindsEachCorruption(t *testing.T) {
 				}
 				return r.String("id")
 			}
-			order, older := place(4, "a"), place(2, "b")
+			order := place(4, "a")
+			place(2, "b")
 			if r := e.Do("POST", "/v1/orders/"+order+"/payments", customer.Token, map[string]any{"amount_cents": 300}, "Idempotency-Key", "p"); r.Status != http.StatusCreated {
 				t.Fatalf("pay: %d %s", r.Status, r.Body)
 			}
 			if out, err := runCmd(t, getenv, "check"); err != nil || !strings.HasPrefix(out, "ok: all ") {
 				t.Fatalf("check on a sound database: %v %q", err, out)
 			}
-			for _, stmt := range c.sql {
-				stmt = strings.NewReplacer("@customer", "'"+customer.ID+"'", "@product", "'"+product+"'", "@staff", "'"+e.Staff.ID+"'",
-					"@order", "'"+order+"'", "@older", "'"+older+"'").Replace(stmt)
-				e.Exec(stmt)
-			}
+			e.Exec(c.sql)
 			out, err := runCmd(t, getenv, "check")
 			if err == nil || !strings.Contains(err.Error(), "1 finding") {
 				t.Errorf("check returned %v, want an error counting 1 finding", err)
 			}
-			if !strings.HasPrefix(out, kind+": ") || strings.Count(out, "\n") != 1 || !strings.Contains(out, c.what) {
-				t.Errorf("check printed %q, want one %q line containing %q", out, kind, c.what)
+			if !strings.HasPrefix(out, kind+": ") || strings.Count(out, "\n") != 1 || !strings.Contains(out, c.finds) {
+				t.Errorf("check printed %q, want one %q line containing %q", out, kind, c.finds)
 			}
 		})
 	}

@@ -45,17 +45,21 @@ UPDATE actors
 SET balance_cents = balance_cents - @amount_cents::bigint
 WHERE id = @id AND balance_cents - @amount_cents::bigint >= 0;
 
--- name: ActorBalanceMismatches :many
--- `api check`: every actor whose maintained balance differs from the sum
--- over their orders, in one statement (one snapshot, so no write can fall
--- between the two sides). It reads every order, by design.
-SELECT a.id, a.balance_cents, COALESCE(o.owed, 0)::bigint AS owed_cents
+-- name: CheckBalance :many
+-- `api check`, kind balance: every actor whose maintained balance differs
+-- from the sum over their orders, in one statement (one snapshot, so no
+-- write can fall between the two sides). It reads every order, by design.
+-- Corruption: UPDATE actors SET balance_cents = balance_cents + 1 WHERE role = 'customer';
+-- Finds: has balance_cents 1201 but their placed and shipped orders owe 1200 (difference +1)
+SELECT format('customer %s has balance_cents %s but their placed and shipped orders owe %s (difference %s)',
+              a.id, a.balance_cents, d.owed, CASE WHEN d.diff >= 0 THEN '+' ELSE '' END || d.diff) AS line
 FROM actors a
 LEFT JOIN (SELECT customer_id, sum(total_cents - paid_cents) AS owed
            FROM orders
            WHERE status IN ('placed', 'shipped')
            GROUP BY customer_id) o ON o.customer_id = a.id
-WHERE a.balance_cents <> COALESCE(o.owed, 0)
+CROSS JOIN LATERAL (SELECT COALESCE(o.owed, 0)::bigint AS owed, a.balance_cents - COALESCE(o.owed, 0)::bigint AS diff) d
+WHERE d.diff <> 0
 ORDER BY a.id;
 
 -- name: ActorCountOtherActiveStaff :one

@@ -56,11 +56,13 @@ WHERE s.product_id = d.id;
 INSERT INTO stock_adjustments (id, product_id, actor_id, delta, reason, stock_after)
 VALUES (@id, @product_id, @actor_id, @delta, @reason, @stock_after);
 
--- name: StockLevelsMissing :many
--- `api check`: every product without a stock level. Creation writes both in
--- one transaction, so none should exist; such a product could be listed but
--- never sold. It reads every product, by design.
-SELECT p.id, p.sku
+-- name: CheckStock :many
+-- `api check`, kind stock: every product without a stock level. Creation
+-- writes both in one transaction, so none should exist; such a product
+-- could be listed but never sold. It reads every product, by design.
+-- Corruption: DELETE FROM stock_levels;
+-- Finds: has no stock level: it is listed but can never be sold
+SELECT format('product %s (sku %s) has no stock level: it is listed but can never be sold', p.id, p.sku) AS line
 FROM products p
 WHERE NOT EXISTS (SELECT 1 FROM stock_levels s WHERE s.product_id = p.id)
 ORDER BY p.id;

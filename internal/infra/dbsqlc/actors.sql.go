@@ -11,46 +11,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const actorBalanceMismatches = `-- name: ActorBalanceMismatches :many
-SELECT a.id, a.balance_cents, COALESCE(o.owed, 0)::bigint AS owed_cents
-FROM actors a
-LEFT JOIN (SELECT customer_id, sum(total_cents - paid_cents) AS owed
-           FROM orders
-           WHERE status IN ('placed', 'shipped')
-           GROUP BY customer_id) o ON o.customer_id = a.id
-WHERE a.balance_cents <> COALESCE(o.owed, 0)
-ORDER BY a.id
-`
-
-type ActorBalanceMismatchesRow struct {
-	ID           uuid.UUID
-	BalanceCents int64
-	OwedCents    int64
-}
-
-// `api check`: every actor whose maintained balance differs from the sum
-// over their orders, in one statement (one snapshot, so no write can fall
-// between the two sides). It reads every order, by design.
-func (q *Queries) ActorBalanceMismatches(ctx context.Context, db DBTX) ([]ActorBalanceMismatchesRow, error) {
-	rows, err := db.Query(ctx, actorBalanceMismatches)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ActorBalanceMismatchesRow
-	for rows.Next() {
-		var i ActorBalanceMismatchesRow
-		if err := rows.Scan(&i.ID, &i.BalanceCents, &i.OwedCents); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const actorByTokenHash = `-- name: ActorByTokenHash :one
 SELECT a.id, a.role, a.active
 FROM api_tokens t JOIN actors a ON a.id = t.actor_id
@@ -229,6 +189,44 @@ func (q *Queries) ActorReleaseBalance(ctx context.Context, db DBTX, arg ActorRel
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const checkBalance = `-- name: CheckBalance :many
+SELECT format('customer %s has balance_cents %s but their placed and shipped orders owe %s (difference %s)',
+              a.id, a.balance_cents, d.owed, CASE WHEN d.diff >= 0 THEN '+' ELSE '' END || d.diff) AS line
+FROM actors a
+LEFT JOIN (SELECT customer_id, sum(total_cents - paid_cents) AS owed
+           FROM orders
+           WHERE status IN ('placed', 'shipped')
+           GROUP BY customer_id) o ON o.customer_id = a.id
+CROSS JOIN LATERAL (SELECT COALESCE(o.owed, 0)::bigint AS owed, a.balance_cents - COALESCE(o.owed, 0)::bigint AS diff) d
+WHERE d.diff <> 0
+ORDER BY a.id
+`
+
+// `api check`, kind balance: every actor whose maintained balance differs
+// from the sum over their orders, in one statement (one snapshot, so no
+// write can fall between the two sides). It reads every order, by design.
+// Corruption: UPDATE actors SET balance_cents = balance_cents + 1 WHERE role = 'customer';
+// Finds: has balance_cents 1201 but their placed and shipped orders owe 1200 (difference +1)
+func (q *Queries) CheckBalance(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, checkBalance)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		items = append(items, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const tokenInsert = `-- name: TokenInsert :exec

@@ -12,6 +12,84 @@ import (
 	"github.com/google/uuid"
 )
 
+const checkRefundBeyondPaid = `-- name: CheckRefundBeyondPaid :many
+SELECT format('order %s (%s) has refunded_cents %s but paid_cents %s: only what a cancelled order was paid may be refunded',
+              id, status, refunded_cents, paid_cents) AS line
+FROM orders
+WHERE refunded_cents > 0 AND (refunded_cents > paid_cents OR status <> 'cancelled')
+ORDER BY id
+`
+
+// `api check`, kind refund_beyond_paid: every order whose refunded_cents
+// exceeds its paid_cents or that was refunded without being cancelled (the
+// CHECK and the guard keep both from happening; this finds what went
+// around them). The corruption refunds the paid order, still placed, with
+// a refund row to match, so that only this kind fires.
+// Corruption: UPDATE orders SET refunded_cents = 100 WHERE paid_cents > 0;
+//
+//	INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+//	SELECT gen_random_uuid(), id, (SELECT id FROM actors WHERE role = 'staff'), 100, 'x' FROM orders WHERE paid_cents > 0;
+//
+// Finds: (placed) has refunded_cents 100 but paid_cents 300: only what a cancelled order was paid may be refunded
+func (q *Queries) CheckRefundBeyondPaid(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, checkRefundBeyondPaid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		items = append(items, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const checkRefundSum = `-- name: CheckRefundSum :many
+SELECT format('order %s has refunded_cents %s but its refunds sum to %s (difference %s)',
+              o.id, o.refunded_cents, d.refunds, CASE WHEN d.diff >= 0 THEN '+' ELSE '' END || d.diff) AS line
+FROM orders o
+LEFT JOIN (SELECT order_id, sum(amount_cents) AS sum
+           FROM refunds
+           GROUP BY order_id) r ON r.order_id = o.id
+CROSS JOIN LATERAL (SELECT COALESCE(r.sum, 0)::bigint AS refunds, o.refunded_cents - COALESCE(r.sum, 0)::bigint AS diff) d
+WHERE d.diff <> 0
+ORDER BY o.id
+`
+
+// `api check`, kind refund_sum: every order whose refunded_cents differs
+// from the sum of its refund rows, in one statement (one snapshot).
+// Corruption: INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+//
+//	SELECT gen_random_uuid(), id, (SELECT id FROM actors WHERE role = 'staff'), 50, 'x' FROM orders WHERE paid_cents > 0;
+//
+// Finds: has refunded_cents 0 but its refunds sum to 50 (difference -50)
+func (q *Queries) CheckRefundSum(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, checkRefundSum)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		items = append(items, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const orderAddPayment = `-- name: OrderAddPayment :one
 UPDATE orders
 SET paid_cents = paid_cents + $1,
@@ -310,86 +388,6 @@ func (q *Queries) OrderListByCustomer(ctx context.Context, db DBTX, arg OrderLis
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
-			&i.RefundedCents,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const orderRefundSumMismatches = `-- name: OrderRefundSumMismatches :many
-SELECT o.id, o.refunded_cents, COALESCE(r.sum, 0)::bigint AS refunds_cents
-FROM orders o
-LEFT JOIN (SELECT order_id, sum(amount_cents) AS sum
-           FROM refunds
-           GROUP BY order_id) r ON r.order_id = o.id
-WHERE o.refunded_cents <> COALESCE(r.sum, 0)
-ORDER BY o.id
-`
-
-type OrderRefundSumMismatchesRow struct {
-	ID            uuid.UUID
-	RefundedCents int64
-	RefundsCents  int64
-}
-
-// `api check`: every order whose refunded_cents differs from the sum of its
-// refund rows, in one statement (one snapshot).
-func (q *Queries) OrderRefundSumMismatches(ctx context.Context, db DBTX) ([]OrderRefundSumMismatchesRow, error) {
-	rows, err := db.Query(ctx, orderRefundSumMismatches)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []OrderRefundSumMismatchesRow
-	for rows.Next() {
-		var i OrderRefundSumMismatchesRow
-		if err := rows.Scan(&i.ID, &i.RefundedCents, &i.RefundsCents); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const orderRefundsBeyondPaid = `-- name: OrderRefundsBeyondPaid :many
-SELECT id, status, paid_cents, refunded_cents
-FROM orders
-WHERE refunded_cents > 0 AND (refunded_cents > paid_cents OR status <> 'cancelled')
-ORDER BY id
-`
-
-type OrderRefundsBeyondPaidRow struct {
-	ID            uuid.UUID
-	Status        string
-	PaidCents     int64
-	RefundedCents int64
-}
-
-// `api check`: every order whose refunded_cents exceeds its paid_cents or
-// that was refunded without being cancelled (the CHECK and the guard keep
-// both from happening; this finds what went around them).
-func (q *Queries) OrderRefundsBeyondPaid(ctx context.Context, db DBTX) ([]OrderRefundsBeyondPaidRow, error) {
-	rows, err := db.Query(ctx, orderRefundsBeyondPaid)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []OrderRefundsBeyondPaidRow
-	for rows.Next() {
-		var i OrderRefundsBeyondPaidRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Status,
-			&i.PaidCents,
 			&i.RefundedCents,
 		); err != nil {
 			return nil, err

@@ -11,6 +11,38 @@ import (
 	"github.com/google/uuid"
 )
 
+const checkStock = `-- name: CheckStock :many
+SELECT format('product %s (sku %s) has no stock level: it is listed but can never be sold', p.id, p.sku) AS line
+FROM products p
+WHERE NOT EXISTS (SELECT 1 FROM stock_levels s WHERE s.product_id = p.id)
+ORDER BY p.id
+`
+
+// `api check`, kind stock: every product without a stock level. Creation
+// writes both in one transaction, so none should exist; such a product
+// could be listed but never sold. It reads every product, by design.
+// Corruption: DELETE FROM stock_levels;
+// Finds: has no stock level: it is listed but can never be sold
+func (q *Queries) CheckStock(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, checkStock)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		items = append(items, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockAddDeltas = `-- name: StockAddDeltas :exec
 UPDATE stock_levels s
 SET stock      = s.stock + d.delta,
@@ -125,41 +157,6 @@ func (q *Queries) StockInsert(ctx context.Context, db DBTX, arg StockInsertParam
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const stockLevelsMissing = `-- name: StockLevelsMissing :many
-SELECT p.id, p.sku
-FROM products p
-WHERE NOT EXISTS (SELECT 1 FROM stock_levels s WHERE s.product_id = p.id)
-ORDER BY p.id
-`
-
-type StockLevelsMissingRow struct {
-	ID  uuid.UUID
-	Sku string
-}
-
-// `api check`: every product without a stock level. Creation writes both in
-// one transaction, so none should exist; such a product could be listed but
-// never sold. It reads every product, by design.
-func (q *Queries) StockLevelsMissing(ctx context.Context, db DBTX) ([]StockLevelsMissingRow, error) {
-	rows, err := db.Query(ctx, stockLevelsMissing)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []StockLevelsMissingRow
-	for rows.Next() {
-		var i StockLevelsMissingRow
-		if err := rows.Scan(&i.ID, &i.Sku); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const stockList = `-- name: StockList :many

@@ -3,11 +3,26 @@ package store
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ordersvc/ordersvc/internal/infra/dbsqlc"
 	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
+
+// Every invariant and derived value of the contract that SQL can see is a
+// kind of finding of `api check`, and each kind is one sqlc statement named
+// Check<Kind> that returns the finding's line, one row per thing broken
+// (db/queries/check.sql, or the table's own file, as the refunds' in
+// orders.sql). Check finds them in the generated code by that name: adding
+// a kind is adding its statement, with its `-- Corruption:` and `-- Finds:`
+// lines (TestCheckFindsEachCorruption, cmd/api/check_test.go, runs them and
+// fails for a kind without), and `make generate`. Nothing here changes.
+// The constraints of the schema (paid_cents within total_cents, a line's
+// quantity, …) are not repeated: the database refuses any row that breaks
+// them.
 
 // Finding is one broken invariant or stale derived value that Check found,
 // printed by `api check` as one line.
@@ -25,104 +40,78 @@ type CheckOptions struct {
 	Retention time.Duration
 }
 
-// check is one kind of finding: a statement that returns the rows breaking
-// one rule (db/queries/check.sql, or the table's own file), and the line
-// each row prints.
+// check is one kind of finding and the call of its statement.
 type check struct {
 	kind string
-	find func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, o CheckOptions) ([]string, error)
+	find func(ctx context.Context, db dbsqlc.DBTX, o CheckOptions) ([]string, error)
 }
 
-// checks is every invariant and derived value of the contract that SQL can
-// see, one kind each. Adding one: a statement in db/queries/check.sql (or
-// in the table's own file, as the refunds' in orders.sql), an entry here, and a test that corrupts the database in that one way and
-// sees exactly that kind (cmd/api/check_test.go). The constraints of the
-// schema (paid_cents within total_cents, a line's quantity, …) are not
-// repeated here: the database refuses any row that breaks them. Each kind
-// calls its statement as q.Name(…): TestEveryQueryUsesAnIndex reads this
-// list to let those statements scan whole tables.
-var checks = []check{
-	{"balance", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.ActorBalanceMismatches(ctx, db)
-		return lines(rows, err, func(r dbsqlc.ActorBalanceMismatchesRow) string {
-			return fmt.Sprintf("customer %s has balance_cents %d but their placed and shipped orders owe %d (difference %+d)",
-				r.ID, r.BalanceCents, r.OwedCents, r.BalanceCents-r.OwedCents)
-		})
-	}},
-	{"credit_limit", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.CheckBalancesOverLimit(ctx, db)
-		return lines(rows, err, func(r dbsqlc.CheckBalancesOverLimitRow) string {
-			return fmt.Sprintf("customer %s owes %d, over their credit limit of %d", r.ID, r.BalanceCents, r.CreditLimitCents)
-		})
-	}},
-	{"paid", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.CheckPaidMismatches(ctx, db)
-		return lines(rows, err, func(r dbsqlc.CheckPaidMismatchesRow) string {
-			return fmt.Sprintf("order %s has paid_cents %d but its payments sum to %d", r.ID, r.PaidCents, r.PaymentsCents)
-		})
-	}},
-	{"total", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.CheckTotalMismatches(ctx, db)
-		return lines(rows, err, func(r dbsqlc.CheckTotalMismatchesRow) string {
-			return fmt.Sprintf("order %s has total_cents %d but its lines sum to %d", r.ID, r.TotalCents, r.LinesCents)
-		})
-	}},
-	{"staff", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		n, err := q.CheckActiveStaff(ctx, db)
-		if err != nil || n > 0 {
-			return nil, err
+// checkPrefix names the generated methods that are checks.
+const checkPrefix = "Check"
+
+// checksOf finds the checks among the methods of q (a *dbsqlc.Queries),
+// those named Check<Kind>, in the order of their names. A check's statement
+// takes no parameter, or one: the retention, which it reads as an interval
+// and prints as Go writes it (order_event's). One optional parameter of
+// everyone's, rather than a parameter every statement takes (sqlc only
+// generates the parameters a statement uses, so the others would have to
+// pretend to read it) or a case here for order_event by name (a new kind
+// that needs the retention would edit this file again). A method named
+// Check… of any other signature is an error, never skipped: a check that
+// silently never ran would pass for one that holds.
+func checksOf(q any) ([]check, error) {
+	v := reflect.ValueOf(q)
+	var out []check
+	for i := range v.NumMethod() {
+		name := v.Type().Method(i).Name
+		rest, ok := strings.CutPrefix(name, checkPrefix)
+		if !ok {
+			continue
 		}
-		return []string{"no active staff actor: nobody can manage the catalogue, the stock or the actors (create one with `api actor create --role staff`)"}, nil
-	}},
-	{"stock", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.StockLevelsMissing(ctx, db)
-		return lines(rows, err, func(r dbsqlc.StockLevelsMissingRow) string {
-			return fmt.Sprintf("product %s (sku %s) has no stock level: it is listed but can never be sold", r.ID, r.Sku)
-		})
-	}},
-	{"negative_stock", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.CheckNegativeStock(ctx, db)
-		return lines(rows, err, func(r dbsqlc.CheckNegativeStockRow) string {
-			return fmt.Sprintf("product %s (sku %s) has stock %d, below zero", r.ProductID, r.Sku, r.Stock)
-		})
-	}},
-	{"refund_beyond_paid", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.OrderRefundsBeyondPaid(ctx, db)
-		return lines(rows, err, func(r dbsqlc.OrderRefundsBeyondPaidRow) string {
-			return fmt.Sprintf("order %s (%s) has refunded_cents %d but paid_cents %d: only what a cancelled order was paid may be refunded",
-				r.ID, r.Status, r.RefundedCents, r.PaidCents)
-		})
-	}},
-	{"refund_sum", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) {
-		rows, err := q.OrderRefundSumMismatches(ctx, db)
-		return lines(rows, err, func(r dbsqlc.OrderRefundSumMismatchesRow) string {
-			return fmt.Sprintf("order %s has refunded_cents %d but its refunds sum to %d (difference %+d)",
-				r.ID, r.RefundedCents, r.RefundsCents, r.RefundedCents-r.RefundsCents)
-		})
-	}},
-	{"order_event", func(ctx context.Context, q *dbsqlc.Queries, db dbsqlc.DBTX, o CheckOptions) ([]string, error) {
-		rows, err := q.CheckOrdersWithoutPlacedEvent(ctx, db, o.Retention.Seconds())
-		return lines(rows, err, func(r dbsqlc.CheckOrdersWithoutPlacedEventRow) string {
-			return fmt.Sprintf("order %s, placed %s, has no order.placed event, though delivered events are kept %s",
-				r.ID, r.CreatedAt.UTC().Format(time.RFC3339), o.Retention)
-		})
-	}},
-}
-
-// lines formats each row that a check's statement returned.
-func lines[R any](rows []R, err error, line func(R) string) ([]string, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = line(r)
+		if rest == "" {
+			return nil, fmt.Errorf("%s names no kind: Check<Kind>, e.g. CheckNegativeStock", name)
+		}
+		c := check{kind: snake(rest)}
+		switch f := v.Method(i).Interface().(type) {
+		case func(context.Context, dbsqlc.DBTX) ([]string, error):
+			c.find = func(ctx context.Context, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) { return f(ctx, db) }
+		case func(context.Context, dbsqlc.DBTX, string) ([]string, error):
+			c.find = func(ctx context.Context, db dbsqlc.DBTX, o CheckOptions) ([]string, error) {
+				return f(ctx, db, o.Retention.String())
+			}
+		default:
+			return nil, fmt.Errorf("%s is %s: a check's statement is a :many that returns one text column (its line) and takes no parameter or @retention::text",
+				name, v.Method(i).Type())
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
 
-// CheckKinds names every kind of finding Check looks for, in its order.
+// snake turns a kind's CamelCase into its stable name: NegativeStock is
+// negative_stock.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// CheckKinds names every kind of finding Check looks for, in its order. It
+// panics on a Check… method that is not a check, which Check returns as an
+// error first and TestChecksAreTheGeneratedCheckMethods catches before.
 func CheckKinds() []string {
+	checks, err := checksOf(dbsqlc.New())
+	if err != nil {
+		panic(err)
+	}
 	kinds := make([]string, len(checks))
 	for i, c := range checks {
 		kinds[i] = c.kind
@@ -131,17 +120,21 @@ func CheckKinds() []string {
 }
 
 // Check reads the database and reports every broken invariant and every
-// derived value that differs from what it summarises (see checks). Each
-// kind is one statement, so it sees one snapshot. It reads whole tables:
-// an operator's command, not a request path.
+// derived value that differs from what it summarises, one kind after the
+// other in the order of their names. Each kind is one statement, so it sees
+// one snapshot. It reads whole tables: an operator's command, not a request
+// path.
 func Check(ctx context.Context, db dbsqlc.DBTX, o CheckOptions) ([]Finding, error) {
 	if o.Retention <= 0 {
 		o.Retention = 168 * time.Hour
 	}
-	q := dbsqlc.New()
+	checks, err := checksOf(dbsqlc.New())
+	if err != nil {
+		return nil, err
+	}
 	var out []Finding
 	for _, c := range checks {
-		found, err := c.find(ctx, q, db, o)
+		found, err := c.find(ctx, db, o)
 		if err != nil {
 			return nil, fmt.Errorf("check %s: %w", c.kind, postgres.Translate(err))
 		}
