@@ -51,14 +51,15 @@ const checkPrefix = "Check"
 
 // checksOf finds the checks among the methods of q (a *dbsqlc.Queries),
 // those named Check<Kind>, in the order of their names. A check's statement
-// takes no parameter, or one: the retention, which it reads as an interval
-// and prints as Go writes it (order_event's). One optional parameter of
-// everyone's, rather than a parameter every statement takes (sqlc only
-// generates the parameters a statement uses, so the others would have to
-// pretend to read it) or a case here for order_event by name (a new kind
-// that needs the retention would edit this file again). A method named
-// Check… of any other signature is an error, never skipped: a check that
-// silently never ran would pass for one that holds.
+// takes no parameter, or one, @retention::text: OUTBOX_RETENTION as Go
+// writes it (168h0m0s), which order_event reads as an interval and prints.
+// Any check may take it, rather than every check (sqlc generates only the
+// parameters a statement uses, so the others would have to pretend to read
+// it) or order_event alone, by name (a new kind that needs the retention
+// would edit this file again); TestChecksAreTheGeneratedCheckMethods makes
+// sure that a check's parameter is the retention. A method named Check… of
+// any other signature is an error, never skipped: a check that silently
+// never ran would pass for one that holds.
 func checksOf(q any) ([]check, error) {
 	v := reflect.ValueOf(q)
 	var out []check
