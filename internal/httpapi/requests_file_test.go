@@ -2,8 +2,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -82,6 +80,7 @@ type httpFileRequest struct {
 	title   string // the ### line
 	name    string // # @name
 	want    int    // # → status
+	code    string // # → status code: the problem code a refusal promises
 	method  string
 	target  string
 	headers [][2]string
@@ -101,7 +100,7 @@ func readRequestsFile(t *testing.T) (map[string]string, []httpFileRequest) {
 	var reqs []httpFileRequest
 	var cur *httpFileRequest
 	inBody := false
-	status := regexp.MustCompile(`^# → (\d{3})\b`)
+	status := regexp.MustCompile(`^# → (\d{3})(?: ([a-z_]+))?\s*$`)
 	variable := regexp.MustCompile(`^@(\w+)\s*=\s*(.*)$`)
 	for n, line := range strings.Split(string(raw), "\n") {
 		n++
@@ -119,8 +118,14 @@ func readRequestsFile(t *testing.T) (map[string]string, []httpFileRequest) {
 				vars[m[1]] = strings.TrimSpace(m[2])
 			}
 		case cur.method == "" && strings.HasPrefix(line, "#"):
-			if m := status.FindStringSubmatch(line); m != nil {
+			if strings.HasPrefix(line, "# →") {
+				m := status.FindStringSubmatch(line)
+				if m == nil {
+					t.Errorf("requests.http:%d: %q is not \"# → status\" or \"# → status problem_code\"", n, line)
+					continue
+				}
 				cur.want, _ = strconv.Atoi(m[1])
+				cur.code = m[2]
 			}
 			if name, ok := strings.CutPrefix(line, "# @name "); ok {
 				cur.name = strings.TrimSpace(name)
@@ -143,12 +148,154 @@ func readRequestsFile(t *testing.T) (map[string]string, []httpFileRequest) {
 	return vars, reqs
 }
 
+// sentRequest is a request of requests.http as it was sent, its references
+// resolved, with its answer.
+type sentRequest struct {
+	httpFileRequest
+	path    string      // the target without {{base}}, with its query
+	headers [][2]string // resolved, Authorization included
+	body    string      // resolved; "" for none
+	res     *httpkit.Response
+}
+
+// header gives the headers of a sent request as Env.Do takes them, without
+// those named in drop and with the values of set in their place (or added).
+func (s sentRequest) header(drop []string, set ...string) []string {
+	var out []string
+	for _, h := range s.headers {
+		if !slices.Contains(drop, h[0]) && !slices.Contains(set, h[0]) {
+			out = append(out, h[0], h[1])
+		}
+	}
+	return append(out, set...)
+}
+
+// fileVars sets requests.http's variables for e: the server's address,
+// the staff token, Alice's token and Bob's id.
+func fileVars(t *testing.T, e *httpkit.Env, alice string, bob string) (map[string]string, []httpFileRequest) {
+	t.Helper()
+	vars, reqs := readRequestsFile(t)
+	for _, v := range []string{"base", "staff", "alice", "bob_id"} {
+		if _, ok := vars[v]; !ok {
+			t.Fatalf("requests.http sets no @%s", v)
+		}
+	}
+	vars["base"], vars["staff"], vars["alice"], vars["bob_id"] = e.Server.URL, e.Staff.Token, alice, bob
+	if len(reqs) < 10 {
+		t.Fatalf("requests.http: %d requests parsed", len(reqs))
+	}
+	return vars, reqs
+}
+
+// runRequestsFile sends every request of requests.http in the file's
+// order through c, resolving its variables and its {{name.response...}}
+// and {{name.request.headers...}} references as REST Client does, and
+// checks that each answers the status, and for a refusal the problem code,
+// its "# → status code" line promises. It returns the requests as sent.
+func runRequestsFile(t *testing.T, c *conformance, vars map[string]string, reqs []httpFileRequest, run int) []sentRequest {
+	t.Helper()
+	named := map[string]sentRequest{}
+	var out []sentRequest
+	for _, q := range reqs {
+		switch {
+		case q.want == 0:
+			t.Errorf("requests.http:%d (%s): no \"# → status\" line", q.line, q.title)
+			continue
+		case q.want >= 400 && q.code == "":
+			t.Errorf("requests.http:%d (%s): a refusal names its problem code: \"# → %d code\"", q.line, q.title, q.want)
+		}
+		s, unresolved := resolveRequest(q, vars, named)
+		if len(unresolved) > 0 {
+			t.Errorf("run %d, requests.http:%d (%s): %v resolve to nothing", run, q.line, q.title, unresolved)
+			continue
+		}
+		var body any
+		if s.body != "" {
+			body = s.body
+		}
+		s.res = c.check(s.method, s.path, func() *httpkit.Response {
+			res := c.e.Do(s.method, s.path, "", body, s.header(nil)...)
+			if res.Err != nil {
+				t.Fatalf("requests.http:%d: %v", q.line, res.Err)
+			}
+			c.seen(res)
+			return res
+		})
+		if s.res.Status != q.want || (q.code != "" && s.res.Code() != q.code) {
+			t.Errorf("run %d, requests.http:%d (%s): %s %s answered %d %s, the file promises %d %s",
+				run, q.line, q.title, s.method, s.path, s.res.Status, s.res.Body, q.want, q.code)
+		}
+		if q.name != "" {
+			named[q.name] = s
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// resolveRequest fills in a request's variables and references; it lists
+// those that resolve to nothing.
+func resolveRequest(q httpFileRequest, vars map[string]string, named map[string]sentRequest) (sentRequest, []string) {
+	var unresolved []string
+	reference := regexp.MustCompile(`\{\{([^{}]+)\}\}`)
+	resolve := func(s string) string {
+		return reference.ReplaceAllStringFunc(s, func(ref string) string {
+			name := strings.TrimSpace(ref[2 : len(ref)-2])
+			if name == "$guid" {
+				return uuid.NewString()
+			}
+			if v, ok := vars[name]; ok {
+				return v
+			}
+			if v, ok := referenced(name, named); ok {
+				return v
+			}
+			unresolved = append(unresolved, ref)
+			return ref
+		})
+	}
+	s := sentRequest{httpFileRequest: q, body: resolve(strings.TrimSpace(q.body))}
+	s.path, _ = strings.CutPrefix(resolve(q.target), vars["base"])
+	for _, h := range q.headers {
+		s.headers = append(s.headers, [2]string{h[0], resolve(h[1])})
+	}
+	return s, unresolved
+}
+
+// referenced reads a {{name.response.headers.H}}, {{name.response.body.$.f}}
+// or {{name.request.headers.H}} reference to an earlier named request.
+func referenced(ref string, named map[string]sentRequest) (string, bool) {
+	name, path, _ := strings.Cut(ref, ".")
+	s, ok := named[name]
+	if !ok {
+		return "", false
+	}
+	if h, ok := strings.CutPrefix(path, "response.headers."); ok && s.res.Header.Get(h) != "" {
+		return s.res.Header.Get(h), true
+	}
+	if f, ok := strings.CutPrefix(path, "response.body.$."); ok {
+		v, ok := s.res.JSON[f].(string)
+		return v, ok
+	}
+	if h, ok := strings.CutPrefix(path, "request.headers."); ok {
+		for _, kv := range s.headers {
+			if strings.EqualFold(kv[0], h) {
+				return kv[1], true
+			}
+		}
+	}
+	return "", false
+}
+
 // TestRequestsFileRunsTopToBottom sends every request of requests.http in
-// the file's order to the real service, resolving its variables and its
-// {{name.response...}} references as REST Client does, and checks that each
-// answers the status its "# → status" comment promises. It runs the file
-// after the README's first calls (a product MUG-1, an order under the key
-// order-42), and then once more, as someone trying it again would.
+// the file's order to the real service (runRequestsFile) and checks that
+// each answers the status and problem code its "# → status code" line
+// promises, that every answer is one openapi.yaml gives for its operation,
+// that every write the service refuses with a 4xx leaves every table as it
+// was, that every operation of the document answers a success there, and
+// that every problem code answered is in the ProblemCode enum. It runs the
+// file after the README's first calls (a product MUG-1, an order under the
+// key order-42), and then once more, as someone trying it again would.
 func TestRequestsFileRunsTopToBottom(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
@@ -163,77 +310,13 @@ func TestRequestsFileRunsTopToBottom(t *testing.T) {
 		t.Fatalf("the README's order: %d %s", r.Status, r.Body)
 	}
 
-	vars, reqs := readRequestsFile(t)
-	for _, v := range []string{"base", "staff", "alice", "bob_id"} {
-		if _, ok := vars[v]; !ok {
-			t.Fatalf("requests.http sets no @%s", v)
-		}
-	}
-	vars["base"], vars["staff"], vars["alice"], vars["bob_id"] = e.Server.URL, e.Staff.Token, alice.Token, bob.ID
-	if len(reqs) < 10 {
-		t.Fatalf("requests.http: %d requests parsed", len(reqs))
-	}
-	reference := regexp.MustCompile(`\{\{([^{}]+)\}\}`)
+	c := newConformance(t, e)
+	c.noTrace = true
+	vars, reqs := fileVars(t, e, alice.Token, bob.ID)
 	for run := 1; run <= 2; run++ {
-		responses := map[string]*http.Response{}
-		bodies := map[string]map[string]any{}
-		for _, q := range reqs {
-			if q.want == 0 {
-				t.Errorf("requests.http:%d (%s): no \"# → status\" line", q.line, q.title)
-				continue
-			}
-			var unresolved []string
-			resolve := func(s string) string {
-				return reference.ReplaceAllStringFunc(s, func(ref string) string {
-					name := strings.TrimSpace(ref[2 : len(ref)-2])
-					if name == "$guid" {
-						return uuid.NewString()
-					}
-					if v, ok := vars[name]; ok {
-						return v
-					}
-					req, path, _ := strings.Cut(name, ".response.")
-					if res, ok := responses[req]; ok {
-						if h, ok := strings.CutPrefix(path, "headers."); ok && res.Header.Get(h) != "" {
-							return res.Header.Get(h)
-						}
-						if f, ok := strings.CutPrefix(path, "body.$."); ok {
-							if v, ok := bodies[req][f].(string); ok {
-								return v
-							}
-						}
-					}
-					unresolved = append(unresolved, ref)
-					return ref
-				})
-			}
-			req, err := http.NewRequest(q.method, resolve(q.target), strings.NewReader(resolve(strings.TrimSpace(q.body))))
-			if err != nil {
-				t.Fatalf("requests.http:%d: %v", q.line, err)
-			}
-			for _, h := range q.headers {
-				req.Header.Set(h[0], resolve(h[1]))
-			}
-			if len(unresolved) > 0 {
-				t.Errorf("run %d, requests.http:%d (%s): %v resolve to nothing", run, q.line, q.title, unresolved)
-				continue
-			}
-			res, err := e.Client.Do(req)
-			if err != nil {
-				t.Fatalf("requests.http:%d: %v", q.line, err)
-			}
-			raw, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != q.want {
-				t.Errorf("run %d, requests.http:%d (%s): %s %s answered %d %s, the file promises %d",
-					run, q.line, q.title, q.method, req.URL.Path, res.StatusCode, raw, q.want)
-			}
-			if q.name != "" {
-				var body map[string]any
-				_ = json.Unmarshal(raw, &body)
-				responses[q.name], bodies[q.name] = res, body
-			}
-		}
+		runRequestsFile(t, c, vars, reqs, run)
 	}
+	c.checkExamples()
+	c.checkCodes()
 	t.Logf("%d requests sent in order, twice, each answered as promised", len(reqs))
 }
