@@ -1,5 +1,10 @@
 package httpapi
 
+import (
+	"github.com/ordersvc/ordersvc/internal/app"
+	"github.com/ordersvc/ordersvc/internal/domain"
+)
+
 // MoveFormToNextVersion makes s answer as a later release in which the
 // canonical form of operation moved to its next version (other member
 // names, so every fingerprint changes). keepPrevious lists the form it
@@ -41,4 +46,19 @@ func Operations() []Operation {
 			IfMatch: op.ifMatch, Restricted: op.access != nil}
 	}
 	return out
+}
+
+// Refuses says whether the access rule of the operation named name refuses
+// an active caller of role ("customer" or "staff").
+func Refuses(name, role string) bool {
+	r, err := domain.ParseRole(role)
+	if err != nil {
+		panic(err)
+	}
+	for _, op := range operations {
+		if op.name == name {
+			return op.access != nil && op.access(app.Principal{Role: r, Active: true}) != nil
+		}
+	}
+	panic("no operation " + name)
 }

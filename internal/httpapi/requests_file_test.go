@@ -163,7 +163,11 @@ type sentRequest struct {
 func (s sentRequest) header(drop []string, set ...string) []string {
 	var out []string
 	for _, h := range s.headers {
-		if !slices.Contains(drop, h[0]) && !slices.Contains(set, h[0]) {
+		replaced := false
+		for i := 0; i+1 < len(set); i += 2 {
+			replaced = replaced || set[i] == h[0]
+		}
+		if !replaced && !slices.Contains(drop, h[0]) {
 			out = append(out, h[0], h[1])
 		}
 	}
