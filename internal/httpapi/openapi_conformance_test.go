@@ -56,6 +56,9 @@ type conformance struct {
 	// every table as it was (tableDigest before and after). Off while another
 	// request may be writing at the same time.
 	noTrace bool
+	// where, when set, names the source of the request being checked
+	// (requests.http:line) in check's failures.
+	where string
 
 	mu sync.Mutex
 	// valid: the statuses of the document-valid answers of each operation.
@@ -107,14 +110,14 @@ func (c *conformance) check(method, path string, send func() *httpkit.Response) 
 	if before != nil && res.Status >= 400 && res.Status < 500 {
 		for tbl, d := range tableDigest(c.t, c.e) {
 			if before[tbl] != d {
-				c.t.Errorf("%s %s -> %d %s: table %s changed; a refused request leaves no trace", method, path, res.Status, res.Code(), tbl)
+				c.t.Errorf("%s%s %s -> %d %s: table %s changed; a refused request leaves no trace", c.where, method, path, res.Status, res.Code(), tbl)
 			}
 		}
 	}
 	req := httptest.NewRequest(method, path, nil)
 	route, params, err := c.router.FindRoute(req)
 	if err != nil {
-		c.t.Errorf("%s %s: no operation in the document: %v", method, path, err)
+		c.t.Errorf("%s%s %s: no operation in the document: %v", c.where, method, path, err)
 		return res
 	}
 	in := &openapi3filter.ResponseValidationInput{
@@ -125,8 +128,8 @@ func (c *conformance) check(method, path string, send func() *httpkit.Response) 
 		Options:                c.opts,
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		c.t.Errorf("%s %s -> %d: the answer does not match operation %s:\n%v\nbody: %s",
-			method, path, res.Status, route.Operation.OperationID, err, res.Body)
+		c.t.Errorf("%s%s %s -> %d: the answer does not match operation %s:\n%v\nbody: %s",
+			c.where, method, path, res.Status, route.Operation.OperationID, err, res.Body)
 		return res
 	}
 	c.mu.Lock()

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -217,6 +218,7 @@ func runRequestsFile(t *testing.T, c *conformance, vars map[string]string, reqs 
 		if s.body != "" {
 			body = s.body
 		}
+		c.where = fmt.Sprintf("run %d, requests.http:%d (%s): ", run, q.line, q.title)
 		s.res = c.check(s.method, s.path, func() *httpkit.Response {
 			res := c.e.Do(s.method, s.path, "", body, s.header(nil)...)
 			if res.Err != nil {
@@ -234,6 +236,7 @@ func runRequestsFile(t *testing.T, c *conformance, vars map[string]string, reqs 
 		}
 		out = append(out, s)
 	}
+	c.where = ""
 	return out
 }
 
