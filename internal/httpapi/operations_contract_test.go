@@ -72,9 +72,11 @@ func refusals(c *conformance, op httpapi.Operation, ex sentRequest, tokens map[s
 	if ex.body != "" {
 		body = ex.body
 	}
-	fresh := []string{}
-	if op.Key != "" {
-		fresh = []string{"Idempotency-Key", uuid.NewString()}
+	fresh := func() []string { // a new key, where the operation takes one
+		if op.Key == "" {
+			return nil
+		}
+		return []string{"Idempotency-Key", uuid.NewString()}
 	}
 	what := func(s string) string { return op.Name + ": " + s }
 	refused := false
@@ -83,8 +85,8 @@ func refusals(c *conformance, op httpapi.Operation, ex sentRequest, tokens map[s
 			continue
 		}
 		refused = true
-		auth := []string{"Authorization", "Bearer " + token}
-		c.wantAs(what("a "+role+" sends the example"), c.do(op.Method, ex.path, "", body, ex.header(nil, append(auth, fresh...)...)...), 403, "forbidden")
+		as := append([]string{"Authorization", "Bearer " + token}, fresh()...)
+		c.wantAs(what("a "+role+" sends the example"), c.do(op.Method, ex.path, "", body, ex.header(nil, as...)...), 403, "forbidden")
 		c.wantAs(what("a "+role+" sends nothing else"), c.do(op.Method, pathOnly(ex.path), token, nil), 403, "forbidden")
 	}
 	if refused != op.Restricted {
@@ -105,10 +107,10 @@ func refusals(c *conformance, op httpapi.Operation, ex sentRequest, tokens map[s
 		c.wantAs(what("no key, no body"), c.do(op.Method, ex.path, "", nil, auth...), 400, "idempotency_key_required")
 	}
 	if op.IfMatch {
-		c.wantAs(what("the example without If-Match"), c.do(op.Method, ex.path, "", body, ex.header([]string{"If-Match"}, fresh...)...), 428, "precondition_required")
+		c.wantAs(what("the example without If-Match"), c.do(op.Method, ex.path, "", body, ex.header([]string{"If-Match"}, fresh()...)...), 428, "precondition_required")
 	}
 	if hasID {
-		c.wantAs(what("the example at an unknown id"), c.do(op.Method, withID(ex.path, at, uuid.NewString()), "", body, ex.header(nil, fresh...)...), 404, "not_found")
+		c.wantAs(what("the example at an unknown id"), c.do(op.Method, withID(ex.path, at, uuid.NewString()), "", body, ex.header(nil, fresh()...)...), 404, "not_found")
 	}
 }
 
