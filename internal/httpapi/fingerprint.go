@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/google/uuid"
@@ -28,7 +29,10 @@ import (
 // of operations (orderOperations in orders.go, …; operations.go joins the
 // lists), and its golden line in testdata/fingerprints.golden (the test
 // fails until it is there; go test -run TestFingerprintGolden -update
-// writes it).
+// writes it). The command the line pins is filled from the form's command
+// type, every field set (fillCommand, fingerprint_fill_internal_test.go);
+// no test file is edited. Only the operations pinned before the filler
+// keep a hand-written command (goldenCommands), a frozen list.
 //
 // Changing a form (a field added to the request, say): never edit a form in
 // place. Add the new form, version+1, in front of the old one; the old one
@@ -61,16 +65,19 @@ type canonical map[string]any
 
 // fingerprintForm is one version of an operation's canonical form: of
 // gives its content, or, for version 0 only, raw gives the exact bytes
-// the releases before canonical forms hashed.
+// the releases before canonical forms hashed. command is the type of the
+// commands it takes, from which TestFingerprintGolden fills the golden
+// command of an operation that has no hand-written one.
 type fingerprintForm struct {
 	version int
+	command reflect.Type
 	of      func(command any) (canonical, error)
 	raw     func(command any) ([]byte, error)
 }
 
 // formOf is a form for the commands of type C.
 func formOf[C any](version int, of func(C) canonical) fingerprintForm {
-	return fingerprintForm{version: version, of: func(command any) (canonical, error) {
+	return fingerprintForm{version: version, command: reflect.TypeFor[C](), of: func(command any) (canonical, error) {
 		c, ok := command.(C)
 		if !ok {
 			var want C
@@ -90,7 +97,7 @@ func id(v uuid.UUID) string { return v.String() }
 // pathID) and encoding/json's output for the command struct of the time,
 // whose member names and order wire reproduces. Frozen: never edit it.
 func legacyForm[C any](method, pattern string, pathID func(C) uuid.UUID, wire func(C) any) fingerprintForm {
-	return fingerprintForm{version: 0, raw: func(command any) ([]byte, error) {
+	return fingerprintForm{version: 0, command: reflect.TypeFor[C](), raw: func(command any) ([]byte, error) {
 		c, ok := command.(C)
 		if !ok {
 			var want C
