@@ -451,25 +451,6 @@ func conformOrders(c *conformance, staff, alice, bob, pid string) {
 	c.want(c.do("POST", spath+"/cancel", alice, nil, "If-Match", `"v1"`, "Idempotency-Key", `"c1`), 400, "invalid_idempotency_key")
 	c.want(c.do("POST", spath+"/payments", staff, map[string]any{"amount_cents": 1}, "Idempotency-Key", "p5"), 409, "invalid_transition")
 
-	// A third order is paid in part, cancelled, and what was paid refunded.
-	third := c.want(place(alice, "o8", line(pid, 1)), 201, "")
-	tpath := "/v1/orders/" + third.String("id")
-	c.want(c.do("POST", tpath+"/payments", alice, map[string]any{"amount_cents": 300}, "Idempotency-Key", "p6"), 201, "")
-	cancelled := c.want(c.do("POST", tpath+"/cancel", alice, nil, "If-Match", `"v2"`), 200, "")
-	if cancelled.Int("paid_cents") != 300 || cancelled.Int("refunded_cents") != 0 {
-		c.t.Errorf("cancelled after a payment of 300: %s", cancelled.Body)
-	}
-	refund := func(key string, amount int, reason string) *httpkit.Response {
-		c.t.Helper()
-		return c.do("POST", tpath+"/refunds", staff, map[string]any{"amount_cents": amount, "reason": reason}, "Idempotency-Key", key)
-	}
-	c.want(refund("r1", 100, "two\nlines"), 422, "validation_failed")
-	if all := c.want(refund("r2", 300, "cancelled"), 201, ""); all.Int("refunded_cents") != 300 || all.Int("amount_cents") != 300 {
-		c.t.Errorf("refunded 300 of 300: %s", all.Body)
-	}
-	if got := c.want(c.do("GET", tpath, alice, nil), 200, ""); got.Int("refunded_cents") != 300 || got.Int("paid_cents") != 300 {
-		c.t.Errorf("order after refunds: %s", got.Body)
-	}
 }
 
 func conformActors(c *conformance, staff string, bob testkit.Actor) {

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -77,11 +79,12 @@ func TestRequestsFileCoversEveryOperation(t *testing.T) {
 
 // httpFileRequest is one request of requests.http.
 type httpFileRequest struct {
-	line    int    // of the request line
-	title   string // the ### line
-	name    string // # @name
-	want    int    // # → status
-	code    string // # → status code: the problem code a refusal promises
+	line    int         // of the request line
+	title   string      // the ### line
+	name    string      // # @name
+	want    int         // # → status
+	code    string      // # → status code: the problem code a refusal promises
+	members [][2]string // # → status member=value …: members the answer's body holds
 	method  string
 	target  string
 	headers [][2]string
@@ -119,7 +122,7 @@ func readRequestsFile(t *testing.T) (map[string]string, []httpFileRequest) {
 			}
 		case cur.method == "" && strings.HasPrefix(line, "#"):
 			if strings.HasPrefix(line, "# →") {
-				cur.want, cur.code = promise(t, n, line)
+				cur.want, cur.code, cur.members = promise(t, n, line)
 			}
 			if name, ok := strings.CutPrefix(line, "# @name "); ok {
 				cur.name = strings.TrimSpace(name)
@@ -142,16 +145,38 @@ func readRequestsFile(t *testing.T) (map[string]string, []httpFileRequest) {
 	return vars, reqs
 }
 
-// promise reads a "# → status" or "# → status problem_code" line.
-func promise(t *testing.T, n int, line string) (int, string) {
+// promise reads a "# → status" line: the status, then for a refusal its
+// problem code, then any members the answer's body holds, as
+// name=value with the value as JSON writes it ("# → 201
+// refunded_cents=300", "# → 200 status=\"cancelled\"").
+func promise(t *testing.T, n int, line string) (int, string, [][2]string) {
 	t.Helper()
-	m := regexp.MustCompile(`^# → (\d{3})(?: ([a-z_]+))?\s*$`).FindStringSubmatch(line)
+	m := regexp.MustCompile(`^# → (\d{3})(?: ([a-z_]+))?((?: [a-z_]+=\S+)*)\s*$`).FindStringSubmatch(line)
 	if m == nil {
-		t.Errorf("requests.http:%d: %q is not \"# → status\" or \"# → status problem_code\"", n, line)
-		return 0, ""
+		t.Errorf("requests.http:%d: %q is not \"# → status [problem_code] [member=value …]\"", n, line)
+		return 0, "", nil
 	}
 	status, _ := strconv.Atoi(m[1])
-	return status, m[2]
+	var members [][2]string
+	for _, f := range strings.Fields(m[3]) {
+		k, v, _ := strings.Cut(f, "=")
+		members = append(members, [2]string{k, v})
+	}
+	return status, m[2], members
+}
+
+// brokenPromises lists the promised members that the body does not hold
+// with the promised value.
+func brokenPromises(body []byte, members [][2]string) []string {
+	var got map[string]json.RawMessage
+	_ = json.Unmarshal(body, &got)
+	var broken []string
+	for _, m := range members {
+		if string(got[m[0]]) != m[1] {
+			broken = append(broken, fmt.Sprintf("%s is %s, promised %s", m[0], got[m[0]], m[1]))
+		}
+	}
+	return broken
 }
 
 // sentRequest is a request of requests.http as it was sent, its references
@@ -235,6 +260,10 @@ func runRequestsFile(t *testing.T, c *conformance, vars map[string]string, reqs 
 		if s.res.Status != q.want || (q.code != "" && s.res.Code() != q.code) {
 			t.Errorf("run %d, requests.http:%d (%s): %s %s answered %d %s, the file promises %d %s",
 				run, q.line, q.title, s.method, s.path, s.res.Status, s.res.Body, q.want, q.code)
+		}
+		if broken := brokenPromises(s.res.Body, q.members); len(broken) > 0 {
+			t.Errorf("run %d, requests.http:%d (%s): %s %s answered %s: %s",
+				run, q.line, q.title, s.method, s.path, bytes.TrimSpace(s.res.Body), strings.Join(broken, "; "))
 		}
 		if q.name != "" {
 			named[q.name] = s
