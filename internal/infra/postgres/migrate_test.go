@@ -5,24 +5,40 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pressly/goose/v3"
 
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 	"github.com/ordersvc/ordersvc/internal/infra/store"
 	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
-// TestStockLevelMigrationKeepsEveryVersionAndUnit migrates a database back
-// to the schema before stock levels (00003), fills it as the previous
-// release would have (products whose single version counted sales), migrates
-// up and checks that every unit of stock moved to stock_levels, that every
-// product kept its version (an ETag a client holds stays valid for an edit),
-// and that each stock level starts at that version. Then down again: the
-// single version exceeds every version either aggregate issued.
+// TestStockLevelMigrationKeepsEveryVersionAndUnit is a data migration's
+// own test: TestEveryMigrationKeepsThePreviousBinarysStatementsWorking
+// proves for every online migration that the previous binary's statements
+// keep working, but not that rows moved from one table to another arrive
+// whole. A migration that moves data needs a test like this one.
+//
+// It migrates a database back to the schema before stock levels (00003),
+// fills it as the previous release would have (products whose single
+// version counted sales), migrates up and checks that every unit of stock
+// moved to stock_levels, that every product kept its version (an ETag a
+// client holds stays valid for an edit), and that each stock level starts
+// at that version. Then down again: the single version exceeds every
+// version either aggregate issued.
 func TestStockLevelMigrationKeepsEveryVersionAndUnit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -126,141 +142,388 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 	}
 }
 
-// previousOrderStatements are the order statements of the binary before
-// migration 00007, as its generated code sent them: explicit column lists,
-// no refunded_cents.
-var previousOrderStatements = map[string]string{
-	"insert": `INSERT INTO orders (id, customer_id, status, total_cents) VALUES ($1, $2, 'placed', $3)
-		RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at`,
-	"get": `SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at FROM orders WHERE id = $1`,
-	"list": `SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at FROM orders
-		WHERE id < $1 ORDER BY id DESC LIMIT $2`,
-	"pay": `UPDATE orders SET paid_cents = paid_cents + $1, version = version + 1, updated_at = now()
-		WHERE id = $2 AND status <> 'cancelled' AND paid_cents + $1 <= total_cents
-		RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at`,
-	"setStatus": `UPDATE orders SET status = $1, version = version + 1, updated_at = now()
-		WHERE id = $2 AND version = $3
-		RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at`,
-}
-
-// TestRefundsMigrationKeepsThePreviousBinaryWorking: migration 00007 runs
-// while the previous binary serves. That binary's order statements are
-// prepared on a connection before the migration (as its pool's statement
-// cache holds them) and sent again on it afterwards: they keep their result
-// shape and work (place, read, list, pay, ship, cancel), and the rows it
-// writes get refunded_cents 0. While a transaction holds a lock on orders,
-// the migration gives up after its lock_timeout instead of queueing every
-// request behind it, leaves nothing applied, and runs once the lock is gone.
-// api check then finds nothing.
-func TestRefundsMigrationKeepsThePreviousBinaryWorking(t *testing.T) {
+// TestEveryMigrationKeepsThePreviousBinarysStatementsWorking applies each
+// online migration (every one after lastOffline, the ones
+// TestMigrationsFollowTheOnlineRules holds to the online rules) one at a
+// time, on tables with rows, while a connection keeps the previous binary's
+// statements prepared, as its pool's statement cache does. For migration N
+// those statements are:
+//   - every statement the service sends (the generated sqlc statements)
+//     that prepares at schema N-1: a binary built for N-1 could send it.
+//     The others are N's own (logged);
+//   - each table's row as sqlc expanded * for schema N-1 (its columns
+//     then, in their order): the previous release's reads, whose column
+//     list this release may have extended (orders.refunded_cents at 00007).
+//
+// Each runs at N-1 and again at N on that connection, with NULL arguments,
+// in a savepoint rolled back, and must end the same way: a changed result
+// shape (0A000, cached plan must not change result type) or a missing object
+// (42xxx) fails the test, naming the statement and the migration. Errors of
+// classes 22 and 23 that the NULL arguments cause are the same before and
+// after. The rows already there hold every new column at its default, as the
+// previous binary's inserts will (TestMigrationsFollowTheOnlineRules refuses
+// a new NOT NULL column without one): every constraint added NOT VALID must
+// hold for them.
+//
+// While a transaction holds every table as a writer does (ROW EXCLUSIVE),
+// the migration either gives up on its lock_timeout (55P03) and leaves the
+// schema exactly as it was, or waits without queueing other writers behind
+// it (CREATE INDEX CONCURRENTLY), or needs none of those tables; then it
+// applies. At the end, api check finds nothing in the rows the migrations
+// moved.
+//
+// A migration needs no test of its own for this; one that moves data does
+// (TestStockLevelMigrationKeepsEveryVersionAndUnit).
+func TestEveryMigrationKeepsThePreviousBinarysStatementsWorking(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testkit.DB(t)
+	statements := serviceStatements(t)
+	url := testkit.Direct(testkit.DB(t))
 	sqlDB, migrator := testkit.Migrator(t, url)
-	if _, err := migrator.DownTo(ctx, 6); err != nil {
-		t.Fatalf("down to 00006: %v", err)
+	if _, err := migrator.DownTo(ctx, lastOffline); err != nil {
+		t.Fatalf("down to %05d: %v", lastOffline, err)
 	}
-	old, err := pgx.Connect(ctx, url) // statements prepared and cached, pgx's default
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close(ctx)
-	customer := uuid.Must(uuid.NewV7())
-	mustExec(t, sqlDB, `INSERT INTO actors (id, name, role, credit_limit_cents, balance_cents) VALUES ($1, 'c', 'customer', 100000, 0)`, customer)
+	mustExec(t, sqlDB, seedAt3)
+	mustExec(t, sqlDB, `INSERT INTO actors (id, name, role) VALUES (gen_random_uuid(), 'staff', 'staff')`)
 
-	// serve runs the previous binary's order statements once: two orders,
-	// one paid in part and shipped, one cancelled unpaid.
-	serve := func(phase string) {
-		t.Helper()
-		row := func(name string, args ...any) (id uuid.UUID, version int64) {
-			t.Helper()
-			var cust uuid.UUID
-			var status string
-			var total, paid int64
-			var created, updated time.Time
-			err := old.QueryRow(ctx, previousOrderStatements[name], args...).Scan(&id, &cust, &status, &total, &paid, &version, &created, &updated)
-			if err != nil {
-				t.Fatalf("%s: the previous binary's %s: %v", phase, name, err)
-			}
-			return id, version
+	migrations, tested := 0, 0
+	for _, src := range migrator.ListSources() {
+		if src.Version <= lastOffline {
+			continue
 		}
-		a, _ := row("insert", uuid.Must(uuid.NewV7()), customer, 1000)
-		b, _ := row("insert", uuid.Must(uuid.NewV7()), customer, 500)
-		row("get", a)
-		_, v := row("pay", int64(300), a)
-		row("setStatus", "shipped", a, v)
-		row("setStatus", "cancelled", b, int64(1))
-		rows, err := old.Query(ctx, previousOrderStatements["list"], uuid.Max, int32(10))
-		if err == nil {
-			for rows.Next() {
-				var vals [8]any
-				ptrs := make([]any, len(vals))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				err = rows.Scan(ptrs...)
-			}
-			rows.Close()
-			if err == nil {
-				err = rows.Err()
-			}
-		}
-		if err != nil {
-			t.Fatalf("%s: the previous binary's list: %v", phase, err)
-		}
-		// The balance as that binary moves it: +1000 +500, -300, -500.
-		mustExec(t, sqlDB, `UPDATE actors SET balance_cents = balance_cents + 700 WHERE id = $1`, customer)
+		migrations++
+		tested += migrateUnderPreviousBinary(t, url, migrator, src.Version, statements)
 	}
-	serve("before the migration")
+	// Not silently zero: each migration is tried under most statements.
+	if migrations == 0 || tested < migrations*len(statements)/2 {
+		t.Errorf("%d statements tested across %d online migrations, of %d generated statements: too few", tested, migrations, len(statements))
+	}
+	t.Logf("%d statements tested across %d online migrations", tested, migrations)
 
-	// A transaction that holds orders: the migration waits lock_timeout, fails whole.
-	holder, err := pgx.Connect(ctx, url)
+	conn := connect(t, url)
+	for _, name := range slices.Sorted(maps.Keys(statements)) {
+		if _, err := conn.Prepare(ctx, name, statements[name]); err != nil {
+			t.Errorf("%s does not prepare on the newest schema: %v", name, err)
+		}
+	}
+	findings, err := store.Check(ctx, conn, store.CheckOptions{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT count(*) FROM orders`); err != nil {
-		t.Fatal(err)
-	}
-	blocked, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err = migrator.UpTo(blocked, 7)
-	cancel()
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
-		t.Fatalf("migration 00007 while a transaction held orders: %v; want it to give up on its lock_timeout (55P03)", err)
-	}
-	t.Logf("blocked migration gave up: %v", err)
-	var applied bool
-	if err := old.QueryRow(ctx, `SELECT EXISTS (SELECT FROM information_schema.columns WHERE table_name = 'orders' AND column_name = 'refunded_cents')`).Scan(&applied); err != nil || applied {
-		t.Fatalf("the failed migration left refunded_cents behind (%v)", err)
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrator.UpTo(ctx, 7); err != nil {
-		t.Fatalf("up to 00007: %v", err)
-	}
-
-	serve("after the migration")
-	var refunded, orders int64
-	if err := old.QueryRow(ctx, `SELECT sum(refunded_cents), count(*) FROM orders`).Scan(&refunded, &orders); err != nil || refunded != 0 || orders != 4 {
-		t.Errorf("after the migration: %d orders, refunded %d (%v); want 4 orders, 0 refunded", orders, refunded, err)
-	}
-	if _, err := migrator.Up(ctx); err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	findings, err := store.Check(ctx, old, store.CheckOptions{})
-	if err != nil {
-		t.Fatalf("api check after the previous binary wrote on the new schema: %v", err)
+		t.Fatalf("api check after the migrations: %v", err)
 	}
 	for _, f := range findings {
-		switch f.Kind {
-		case "balance", "refund_beyond_paid", "refund_sum": // the orders' statements' own; the bare rows of this test have no lines, payments or events
-			t.Errorf("api check after the previous binary wrote on the new schema: %s", f)
+		t.Errorf("api check after the migrations: %s", f)
+	}
+}
+
+// serviceStatements reads every statement the service sends: the string
+// constants of the generated code that start with "-- name:", by name.
+func serviceStatements(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("../dbsqlc/*.sql.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err == nil && strings.HasPrefix(s, "-- name:") {
+				out[strings.Fields(s)[2]] = s
+			}
+			return true
+		})
+	}
+	if len(out) < 40 {
+		t.Fatalf("found %d generated statements in ../dbsqlc: not the service's every statement", len(out))
+	}
+	return out
+}
+
+// preparedStatement is a statement the previous binary's connection holds.
+type preparedStatement struct {
+	name   string
+	params int
+}
+
+// migrateUnderPreviousBinary applies migration v under the statements of
+// the binaries that serve while it runs and returns how many it tested.
+func migrateUnderPreviousBinary(t *testing.T, url string, migrator *goose.Provider, v int64, statements map[string]string) int {
+	t.Helper()
+	schema, err := postgres.EmbeddedSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := connect(t, url)
+	var prepared []preparedStatement
+	var added []string
+	for _, name := range slices.Sorted(maps.Keys(statements)) {
+		sd, err := old.Prepare(context.Background(), name, statements[name])
+		if err != nil {
+			added = append(added, name)
+			continue
+		}
+		prepared = append(prepared, preparedStatement{name, len(sd.ParamOIDs)})
+	}
+	switch {
+	case schema.IsContract(v) && len(added) > 0:
+		// Only binaries built for v serve while it runs: they need every
+		// statement on the schema before it.
+		t.Errorf("contract migration %05d: %d statements do not prepare on the schema before it, which the binary built for it serves: %s",
+			v, len(added), strings.Join(added, ", "))
+	case len(added) > 0:
+		t.Logf("%05d: %d statements prepare only from this schema on: %s", v, len(added), strings.Join(added, ", "))
+	}
+	if len(prepared) < len(statements)/2 {
+		t.Errorf("migration %05d: only %d of %d statements prepare on the schema before it: too few to test it", v, len(prepared), len(statements))
+	}
+	if !schema.IsContract(v) {
+		// An expand migration runs under the binary built for v-1.
+		prepared = append(prepared, prepareRows(t, old)...)
+	}
+
+	before := runPrepared(t, old, prepared)
+	migrateBehindWriter(t, url, migrator, v)
+	after := runPrepared(t, old, prepared)
+	for _, p := range prepared {
+		b, a := before[p.name], after[p.name]
+		if a.Code == b.Code {
+			continue
+		}
+		why := ""
+		switch {
+		case a.Code == "0A000":
+			why = ": the migration changed its result shape"
+		case strings.HasPrefix(a.Code, "42"):
+			why = ": the migration removed or renamed something it uses"
+		}
+		t.Errorf("migration %05d breaks the previous binary's %s%s: after it %s, before it %s", v, p.name, why, a, b)
+	}
+	validateNotValid(t, old, v)
+	return len(prepared)
+}
+
+// prepareRows prepares, for each table, a read of its row as sqlc expands *
+// for the current schema.
+func prepareRows(t *testing.T, conn *pgx.Conn) []preparedStatement {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, `SELECT quote_ident(table_name), string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position)
+		FROM information_schema.columns
+		WHERE table_schema = 'public' AND table_name IN (SELECT table_name FROM information_schema.tables
+			WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'goose%')
+		GROUP BY table_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type table struct{ Name, Columns string }
+	tables, err := pgx.CollectRows(rows, pgx.RowToStructByPos[table])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []preparedStatement
+	for _, tc := range tables {
+		name := "row of " + tc.Name
+		if _, err := conn.Prepare(ctx, name, "SELECT "+tc.Columns+" FROM "+tc.Name+" LIMIT 1"); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, preparedStatement{name, 0})
+	}
+	return out
+}
+
+// outcome is how a statement ended: Code is "" for success.
+type outcome struct{ Code, Message string }
+
+func (o outcome) String() string {
+	if o.Code == "" {
+		return "succeeds"
+	}
+	return "fails with " + o.Code + " (" + o.Message + ")"
+}
+
+// runPrepared runs each prepared statement with NULL arguments, each in a
+// savepoint rolled back, in one transaction rolled back.
+func runPrepared(t *testing.T, conn *pgx.Conn, prepared []preparedStatement) map[string]outcome {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	out := map[string]outcome{}
+	for _, p := range prepared {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = sp.Exec(ctx, p.name, make([]any, p.params)...)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr):
+			out[p.name] = outcome{pgErr.Code, pgErr.Message}
+		case err != nil:
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		if err := sp.Rollback(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
+	return out
+}
+
+// migrateBehindWriter applies migration v while a transaction holds every
+// table of the application as one that wrote a row of each does: it must
+// give up on its lock_timeout leaving the schema as it was, or wait without
+// queueing other writers, or need none of them; then it applies.
+func migrateBehindWriter(t *testing.T, url string, migrator *goose.Provider, v int64) {
+	t.Helper()
+	ctx := context.Background()
+	conn := connect(t, url)
+	var tables string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(quote_ident(table_name), ', ') FROM information_schema.tables
+		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'goose%'`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	lockAll := `LOCK TABLE ` + tables + ` IN ROW EXCLUSIVE MODE`
+	before := schemaDigest(t, conn)
+	holder, err := connect(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, lockAll); err != nil {
+		t.Fatal(err)
+	}
+	migrating, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := migrator.UpTo(migrating, v); done <- err }()
+
+	select {
+	case err := <-done:
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+			t.Logf("%05d needed none of the tables a writer held", v)
+			_ = holder.Rollback(ctx)
+			return
+		case !errors.As(err, &pgErr) || pgErr.Code != "55P03":
+			t.Errorf("migration %05d while a transaction held its tables: %v; want it to give up on its lock_timeout (55P03)", v, err)
+		default:
+			t.Logf("%05d gave up behind a writer: %v", v, err)
+			if diff := digestDiff(before, schemaDigest(t, conn)); diff != "" {
+				t.Errorf("migration %05d gave up on its lock_timeout but left the schema changed:\n%s", v, diff)
+			}
+		}
+		_ = holder.Rollback(ctx)
+		if _, err := migrator.UpTo(ctx, v); err != nil {
+			t.Fatalf("migration %05d once the transaction ended: %v", v, err)
+		}
+	case <-time.After(5 * time.Second):
+		// Still waiting: the writes of other sessions must go on meanwhile.
+		t.Logf("%05d waits for a writer's transaction to end", v)
+		probe, err := connect(t, url).Begin(ctx)
+		if err == nil {
+			_, err = probe.Exec(ctx, `SET LOCAL lock_timeout = '1s'; `+lockAll)
+			_ = probe.Rollback(ctx)
+		}
+		if err != nil {
+			t.Errorf("migration %05d, waiting for a transaction that held its tables, kept another writer waiting: %v", v, err)
+		}
+		_ = holder.Rollback(ctx)
+		if err := <-done; err != nil {
+			t.Fatalf("migration %05d once the transaction ended: %v", v, err)
+		}
+	}
+}
+
+// schemaDigest lists the application's tables, columns, constraints,
+// indexes and triggers, one line each, sorted.
+func schemaDigest(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+		SELECT 'table ' || table_name || ' ' || table_type FROM information_schema.tables
+		WHERE table_schema = 'public' AND table_name NOT LIKE 'goose%'
+		UNION ALL
+		SELECT format('column %s.%s %s nullable=%s default=%s', table_name, column_name, data_type, is_nullable, column_default)
+		FROM information_schema.columns WHERE table_schema = 'public' AND table_name NOT LIKE 'goose%'
+		UNION ALL
+		SELECT format('constraint %s.%s %s validated=%s', conrelid::regclass, conname, pg_get_constraintdef(oid), convalidated)
+		FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+		UNION ALL
+		SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename NOT LIKE 'goose%'
+		UNION ALL
+		SELECT format('trigger %s.%s', tgrelid::regclass, tgname) FROM pg_trigger WHERE NOT tgisinternal
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// digestDiff names the lines only one of two digests has.
+func digestDiff(before, after []string) string {
+	var out []string
+	for _, l := range before {
+		if !slices.Contains(after, l) {
+			out = append(out, "  gone: "+l)
+		}
+	}
+	for _, l := range after {
+		if !slices.Contains(before, l) {
+			out = append(out, "  new:  "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// validateNotValid validates, in a transaction rolled back, every
+// constraint added NOT VALID, against the rows already there.
+func validateNotValid(t *testing.T, conn *pgx.Conn, v int64) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, `SELECT format('ALTER TABLE %s VALIDATE CONSTRAINT %I', conrelid::regclass, conname)
+		FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND NOT convalidated`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validations, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range validations {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Errorf("migration %05d: %s: %v; the rows already there are what the previous binary writes (its columns, the new ones at their default)", v, q, err)
+		}
+		_ = tx.Rollback(ctx)
+	}
+}
+
+// connect opens a connection that caches its prepared statements, as the
+// service's do, closed when t ends.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }

@@ -154,6 +154,13 @@ func versionTrigger(table string) string {
 	return `CREATE TRIGGER migcheck_version AFTER INSERT ON ` + table + ` FOR EACH STATEMENT EXECUTE FUNCTION migcheck.at_version()`
 }
 
+// lastOffline is the last migration that creates its tables in an empty
+// database. Every migration after it is online: it runs on tables with rows
+// while the previous binary serves, and TestMigrationsFollowTheOnlineRules
+// and TestEveryMigrationKeepsThePreviousBinarysStatementsWorking hold it to
+// that.
+const lastOffline = 3
+
 // seedAt3 fills every table of schema 00003 with rows, as the release that
 // served it would have.
 const seedAt3 = `
@@ -187,8 +194,8 @@ func rulesDB(t *testing.T) (*sql.DB, *pgx.Conn) {
 	ctx := context.Background()
 	url := testkit.Direct(testkit.DB(t))
 	sqlDB, migrator := testkit.Migrator(t, url)
-	if _, err := migrator.DownTo(ctx, 3); err != nil {
-		t.Fatalf("down to 00003: %v", err)
+	if _, err := migrator.DownTo(ctx, lastOffline); err != nil {
+		t.Fatalf("down to %05d: %v", lastOffline, err)
 	}
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -259,9 +266,10 @@ func judgeStep(t *testing.T, conn *pgx.Conn, apply func() error) []string {
 	return slices.Compact(findings)
 }
 
-// TestMigrationsFollowTheOnlineRules applies every migration after 00003
-// (00001 to 00003 create tables in an empty database) one at a time to a
-// database whose tables have rows, and fails on any rule a migration breaks.
+// TestMigrationsFollowTheOnlineRules applies every migration after
+// lastOffline (00001 to 00003 create tables in an empty database) one at a
+// time to a database whose tables have rows, and fails on any rule a
+// migration breaks.
 func TestMigrationsFollowTheOnlineRules(t *testing.T) {
 	t.Parallel()
 	sqlDB, conn := rulesDB(t)
