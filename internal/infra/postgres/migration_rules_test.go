@@ -25,13 +25,17 @@ import (
 // lock_timeout and the rows it has read and written so far
 // (its xid in xmin; reads since its first DDL command from
 // pg_stat_xact_user_tables); the test compares each table's relfilenode
-// before and after. "A table with rows" is one ANALYZE found rows in.
+// before and after, and each table's columns: one added to a table that
+// existed before must be nullable or have a default, or the previous
+// binary's inserts, which do not name it, fail. "A table with rows" is one
+// ANALYZE found rows in.
 const (
 	ruleLockTimeout  = "lock_timeout"       // a write-blocking lock on a table with rows, lock_timeout 0
 	ruleLongLock     = "long_lock"          // a write-blocking lock held while rows are written, or read after a DDL command
 	ruleIndex        = "index_concurrently" // CREATE INDEX without CONCURRENTLY on a table with rows
 	ruleBackfillInTx = "backfill_in_ddl_tx" // rows written in the transaction of a DDL statement
 	ruleRewrite      = "table_rewrite"      // a table with rows got a new relfilenode
+	ruleNoDefault    = "column_no_default"  // a column added to an existing table NOT NULL without a default
 )
 
 const observer = `
@@ -244,10 +248,18 @@ func judgeStep(t *testing.T, conn *pgx.Conn, apply func() error) []string {
 		t.Fatal(err)
 	}
 	before := relfiles()
+	columnsBefore := columns(t, conn)
 	if err := apply(); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	var findings []string
+	for col, required := range columns(t, conn) {
+		table, _, _ := strings.Cut(col, ".")
+		_, existed := columnsBefore[table+"."]
+		if _, old := columnsBefore[col]; existed && !old && required {
+			findings = append(findings, ruleNoDefault+": "+col+" was added NOT NULL without a default: the previous binary's inserts do not name it")
+		}
+	}
 	for name, node := range relfiles() {
 		if old, ok := before[name]; ok && old != node {
 			findings = append(findings, ruleRewrite+": "+name+" was rewritten (new relfilenode)")
@@ -264,6 +276,32 @@ func judgeStep(t *testing.T, conn *pgx.Conn, apply func() error) []string {
 	findings = append(findings, more...)
 	slices.Sort(findings)
 	return slices.Compact(findings)
+}
+
+// columns maps each column of the application's tables ("table.column") to
+// whether an insert must name it (NOT NULL, no default, not generated), and
+// each table to an entry "table.".
+func columns(t *testing.T, conn *pgx.Conn) map[string]bool {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `SELECT table_name || '.' || column_name,
+			is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO' AND is_generated = 'NEVER'
+		FROM information_schema.columns WHERE table_schema = 'public'
+		UNION ALL
+		SELECT table_name || '.', false FROM information_schema.tables WHERE table_schema = 'public'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	var col string
+	var required bool
+	_, err = pgx.ForEachRow(rows, []any{&col, &required}, func() error {
+		out[col] = required
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestMigrationsFollowTheOnlineRules applies every migration after
@@ -309,6 +347,7 @@ func TestMigrationRulesCatchEachViolation(t *testing.T) {
 		"table_rewrite.sql":               ruleRewrite,
 		"backfill_in_ddl_transaction.sql": ruleBackfillInTx,
 		"no_lock_timeout.sql":             ruleLockTimeout,
+		"column_without_default.sql":      ruleNoDefault,
 		"accepted_expand.sql":             "",
 	}
 	for file, rule := range cases {
