@@ -145,32 +145,40 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 // TestEveryMigrationKeepsThePreviousBinarysStatementsWorking applies each
 // online migration (every one after lastOffline, the ones
 // TestMigrationsFollowTheOnlineRules holds to the online rules) one at a
-// time, on tables with rows, while a connection keeps the previous binary's
-// statements prepared, as its pool's statement cache does. For migration N
-// those statements are:
+// time, on tables with rows, while a connection keeps the statements of the
+// binary that serves meanwhile prepared, as its pool's statement cache
+// does. For an expand migration N that is the binary built for N-1, and its
+// statements are:
 //   - every statement the service sends (the generated sqlc statements)
 //     that prepares at schema N-1: a binary built for N-1 could send it.
 //     The others are N's own (logged);
 //   - each table's row as sqlc expanded * for schema N-1 (its columns
-//     then, in their order): the previous release's reads, whose column
-//     list this release may have extended (orders.refunded_cents at 00007).
+//     then, in their order): the previous release's reads and RETURNING
+//     lists, which this release may have extended (orders.refunded_cents
+//     at 00007).
 //
-// Each runs at N-1 and again at N on that connection, with NULL arguments,
-// in a savepoint rolled back, and must end the same way: a changed result
-// shape (0A000, cached plan must not change result type) or a missing object
-// (42xxx) fails the test, naming the statement and the migration. Errors of
-// classes 22 and 23 that the NULL arguments cause are the same before and
-// after. The rows already there hold every new column at its default, as the
-// previous binary's inserts will (TestMigrationsFollowTheOnlineRules refuses
-// a new NOT NULL column without one): every constraint added NOT VALID must
-// hold for them.
+// A contract migration runs once every older binary has stopped
+// (`api migrate up` refuses it before): under the binary built for it,
+// every one of whose statements must prepare at N-1.
+//
+// Each statement runs at N-1 and again at N on that connection, with NULL
+// arguments, in a savepoint rolled back, and must end the same way: a
+// changed result shape (0A000, cached plan must not change result type) or a
+// missing object (42xxx) fails the test, naming the statement and the
+// migration. Errors of classes 22 and 23 that the NULL arguments cause are
+// the same before and after. The previous binary's inserts give each new
+// column its default (TestMigrationsFollowTheOnlineRules refuses a new NOT
+// NULL column without one), so the rows already there, whose new columns
+// read as that default, are what those inserts write: every constraint
+// added NOT VALID must hold for them.
 //
 // While a transaction holds every table as a writer does (ROW EXCLUSIVE),
 // the migration either gives up on its lock_timeout (55P03) and leaves the
-// schema exactly as it was, or waits without queueing other writers behind
-// it (CREATE INDEX CONCURRENTLY), or needs none of those tables; then it
-// applies. At the end, api check finds nothing in the rows the migrations
-// moved.
+// schema exactly as it was (a NO TRANSACTION migration too: what runs
+// before its first statement that waits must change no table), or waits
+// without queueing other writers behind it (CREATE INDEX CONCURRENTLY), or
+// needs none of those tables; then it applies. At the end, api check finds
+// nothing in the rows the migrations moved.
 //
 // A migration needs no test of its own for this; one that moves data does
 // (TestStockLevelMigrationKeepsEveryVersionAndUnit).
@@ -410,39 +418,52 @@ func migrateBehindWriter(t *testing.T, url string, migrator *goose.Provider, v i
 
 	select {
 	case err := <-done:
-		var pgErr *pgconn.PgError
-		switch {
-		case err == nil:
-			t.Logf("%05d needed none of the tables a writer held", v)
-			_ = holder.Rollback(ctx)
-			return
-		case !errors.As(err, &pgErr) || pgErr.Code != "55P03":
-			t.Errorf("migration %05d while a transaction held its tables: %v; want it to give up on its lock_timeout (55P03)", v, err)
-		default:
-			t.Logf("%05d gave up behind a writer: %v", v, err)
-			if diff := digestDiff(before, schemaDigest(t, conn)); diff != "" {
-				t.Errorf("migration %05d gave up on its lock_timeout but left the schema changed:\n%s", v, diff)
-			}
-		}
 		_ = holder.Rollback(ctx)
+		if err == nil {
+			t.Logf("%05d needed none of the tables a writer held", v)
+			return
+		}
+		gaveUp(t, conn, v, err, before)
 		if _, err := migrator.UpTo(ctx, v); err != nil {
 			t.Fatalf("migration %05d once the transaction ended: %v", v, err)
 		}
 	case <-time.After(5 * time.Second):
-		// Still waiting: the writes of other sessions must go on meanwhile.
 		t.Logf("%05d waits for a writer's transaction to end", v)
-		probe, err := connect(t, url).Begin(ctx)
-		if err == nil {
-			_, err = probe.Exec(ctx, `SET LOCAL lock_timeout = '1s'; `+lockAll)
-			_ = probe.Rollback(ctx)
-		}
-		if err != nil {
-			t.Errorf("migration %05d, waiting for a transaction that held its tables, kept another writer waiting: %v", v, err)
-		}
+		writersGoOn(t, url, v, lockAll)
 		_ = holder.Rollback(ctx)
 		if err := <-done; err != nil {
 			t.Fatalf("migration %05d once the transaction ended: %v", v, err)
 		}
+	}
+}
+
+// gaveUp checks that migration v failed on its lock_timeout (55P03) with
+// err and left the schema as before.
+func gaveUp(t *testing.T, conn *pgx.Conn, v int64, err error, before []string) {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+		t.Errorf("migration %05d while a transaction held its tables: %v; want it to give up on its lock_timeout (55P03)", v, err)
+		return
+	}
+	t.Logf("%05d gave up behind a writer: %v", v, err)
+	if diff := digestDiff(before, schemaDigest(t, conn)); diff != "" {
+		t.Errorf("migration %05d gave up on its lock_timeout but left the schema changed:\n%s", v, diff)
+	}
+}
+
+// writersGoOn checks that, while migration v waits, another transaction
+// still takes the locks of a writer (lockAll) within a second.
+func writersGoOn(t *testing.T, url string, v int64, lockAll string) {
+	t.Helper()
+	ctx := context.Background()
+	probe, err := connect(t, url).Begin(ctx)
+	if err == nil {
+		_, err = probe.Exec(ctx, `SET LOCAL lock_timeout = '1s'; `+lockAll)
+		_ = probe.Rollback(ctx)
+	}
+	if err != nil {
+		t.Errorf("migration %05d, waiting for a transaction that held its tables, kept another writer waiting: %v", v, err)
 	}
 }
 

@@ -252,14 +252,7 @@ func judgeStep(t *testing.T, conn *pgx.Conn, apply func() error) []string {
 	if err := apply(); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	var findings []string
-	for col, required := range columns(t, conn) {
-		table, _, _ := strings.Cut(col, ".")
-		_, existed := columnsBefore[table+"."]
-		if _, old := columnsBefore[col]; existed && !old && required {
-			findings = append(findings, ruleNoDefault+": "+col+" was added NOT NULL without a default: the previous binary's inserts do not name it")
-		}
-	}
+	findings := requiredNewColumns(columnsBefore, columns(t, conn))
 	for name, node := range relfiles() {
 		if old, ok := before[name]; ok && old != node {
 			findings = append(findings, ruleRewrite+": "+name+" was rewritten (new relfilenode)")
@@ -302,6 +295,20 @@ func columns(t *testing.T, conn *pgx.Conn) map[string]bool {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// requiredNewColumns finds the columns added to a table that existed before
+// that an insert must name.
+func requiredNewColumns(before, after map[string]bool) []string {
+	var findings []string
+	for col, required := range after {
+		table, _, _ := strings.Cut(col, ".")
+		_, existed := before[table+"."]
+		if _, old := before[col]; existed && !old && required {
+			findings = append(findings, ruleNoDefault+": "+col+" was added NOT NULL without a default: the previous binary's inserts do not name it")
+		}
+	}
+	return findings
 }
 
 // TestMigrationsFollowTheOnlineRules applies every migration after
