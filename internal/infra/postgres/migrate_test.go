@@ -9,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -239,22 +240,64 @@ func serviceStatements(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err == nil && strings.HasPrefix(s, "-- name:") {
+		for _, s := range stringValues(f) {
+			if strings.HasPrefix(s, "-- name:") {
 				out[strings.Fields(s)[2]] = s
 			}
-			return true
-		})
+		}
 	}
-	if len(out) < 40 {
-		t.Fatalf("found %d generated statements in ../dbsqlc: not the service's every statement", len(out))
+	queries, err := filepath.Glob("../../../db/queries/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, file := range queries {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named += strings.Count("\n"+string(b), "\n-- name:")
+	}
+	if len(out) != named || named < 40 {
+		t.Fatalf("found %d generated statements in ../dbsqlc, %d named in db/queries: not the service's every statement", len(out), named)
 	}
 	return out
+}
+
+// stringValues lists the values of f's constants (and variables) that are
+// string constant expressions.
+func stringValues(f *ast.File) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		spec, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for _, v := range spec.Values {
+			if s, ok := stringConstant(v); ok {
+				out = append(out, s)
+			}
+		}
+		return false
+	})
+	return out
+}
+
+// stringConstant evaluates a constant expression of string literals joined
+// by + (sqlc writes a backquote as "`" between raw strings).
+func stringConstant(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil && e.Kind == token.STRING
+	case *ast.ParenExpr:
+		return stringConstant(e.X)
+	case *ast.BinaryExpr:
+		x, okX := stringConstant(e.X)
+		y, okY := stringConstant(e.Y)
+		return x + y, okX && okY && e.Op == token.ADD
+	}
+	return "", false
 }
 
 // preparedStatement is a statement the previous binary's connection holds.
