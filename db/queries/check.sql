@@ -22,7 +22,7 @@
 -- test fails for a kind without them.
 --
 -- Some checks live with their tables (CheckBalance in actors.sql,
--- CheckStock in stock.sql, the refunds' in orders.sql).
+-- CheckStock in stock.sql).
 
 -- name: CheckCreditLimit :many
 -- A customer's maintained outstanding balance never exceeds the credit

@@ -147,8 +147,8 @@ func readRequestsFile(t *testing.T) (map[string]string, []httpFileRequest) {
 
 // promise reads a "# → status" line: the status, then for a refusal its
 // problem code, then any members the answer's body holds, as
-// name=value with the value as JSON writes it ("# → 201
-// refunded_cents=300", "# → 200 status=\"cancelled\"").
+// name=value with the value as JSON writes it ("# → 201 status=\"placed\"
+// total_cents=2400").
 func promise(t *testing.T, n int, line string) (int, string, [][2]string) {
 	t.Helper()
 	m := regexp.MustCompile(`^# → (\d{3})(?: ([a-z_]+))?((?: [a-z_]+=\S+)*)\s*$`).FindStringSubmatch(line)

@@ -15,8 +15,8 @@ import (
 // Every invariant and derived value of the contract that SQL can see is a
 // kind of finding of `api check`, and each kind is one sqlc statement named
 // Check<Kind> that returns the finding's line, one row per thing broken
-// (db/queries/check.sql, or the table's own file, as the refunds' in
-// orders.sql). Check finds them in the generated code by that name: adding
+// (db/queries/check.sql, or the table's own file, as CheckBalance in
+// actors.sql). Check finds them in the generated code by that name: adding
 // a kind is adding its statement, with its `-- Corruption:` and `-- Finds:`
 // lines (TestCheckFindsEachCorruption, cmd/api/check_test.go, runs them and
 // fails for a kind without), and `make generate`. Nothing here changes.
