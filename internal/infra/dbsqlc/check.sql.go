@@ -41,7 +41,7 @@ ORDER BY id
 // test fails for a kind without them.
 //
 // Some checks live with their tables (CheckBalance in actors.sql,
-// CheckStock in stock.sql, the refunds' in orders.sql).
+// CheckStock in stock.sql).
 // A customer's maintained outstanding balance never exceeds the credit
 // limit (the placement's guard, ActorChargeBalance).
 // Corruption: UPDATE actors SET credit_limit_cents = 1000 WHERE role = 'customer';
