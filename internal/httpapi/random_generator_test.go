@@ -32,8 +32,9 @@ type generator struct {
 	routes   []route
 	mu       sync.Mutex
 	// known are ids by collection ("products", "orders", "actors"): the
-	// seeded ones, then those the Location of each creation names, so that
-	// the orders placed are paid, cancelled, shipped and refunded.
+	// seeded ones, then each one a write created or changed, as it did
+	// (learn), so that the orders placed are paid, cancelled, shipped and
+	// refunded.
 	known  map[string][]string
 	seeded int // how many ids of each collection were known before the run
 	// etags are the last ETag seen of each resource (/v1/orders/<id>).
@@ -193,15 +194,19 @@ func (g *generator) path(rng *rand.Rand, route string) string {
 	return strings.Join(parts, "/")
 }
 
-// knownID is a known id of collection (one of those known before the run
-// if seeded: the products stocked for every order), or a random one when
-// none is known.
+// knownID is a known id of collection: one of those known before the run
+// if seeded (the products stocked for every order), else a third of the
+// time one of those, a third of the time one of the last written, or a
+// random one when none is known.
 func (g *generator) knownID(rng *rand.Rand, collection string, seeded bool) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ids := g.known[collection]
-	if seeded {
+	switch n := rng.IntN(3); {
+	case seeded, n == 0:
 		ids = ids[:min(len(ids), g.seeded)]
+	case n == 1: // the last created or written
+		ids = ids[max(0, len(ids)-4):]
 	}
 	if len(ids) == 0 {
 		return uuid.NewString()
@@ -209,21 +214,20 @@ func (g *generator) knownID(rng *rand.Rand, collection string, seeded bool) stri
 	return pick(rng, ids...)
 }
 
-// learn records what a 2xx answer to a request on target tells: the id a
-// creation's Location names (/v1/orders/<id>), and the ETag of the resource
-// it names or the request acted on.
-func (g *generator) learn(target string, h http.Header) {
+// learn records what a 2xx answer to a request tells: the resource it
+// created (its Location) or wrote to is the newest known of its collection,
+// so that the next writes often act on it (an order placed, then paid, then
+// cancelled, then refunded); the ETag is that resource's last one.
+func (g *generator) learn(r randomRequest, h http.Header) {
+	target := cmp.Or(h.Get("Location"), resource(r.path))
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if loc := h.Get("Location"); loc != "" {
-		target = loc
-		dir, id := path.Split(loc)
-		if _, err := uuid.Parse(id); err == nil {
-			g.known[path.Base(dir)] = append(g.known[path.Base(dir)], id)
-		}
-	}
 	if tag := h.Get("ETag"); tag != "" {
-		g.etags[resource(target)] = tag
+		g.etags[target] = tag
+	}
+	dir, last := path.Split(target)
+	if id, err := uuid.Parse(last); err == nil && r.method != http.MethodGet {
+		g.known[path.Base(dir)] = append(g.known[path.Base(dir)], id.String())
 	}
 }
 

@@ -44,26 +44,7 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	}
 	const clients, perClient = 4, 750
 	e := httpkit.New(t)
-	g := &generator{
-		staff:    e.Staff.Token,
-		customer: e.NewCustomer(1_000_000_00),
-		routes:   tableRoutes(t),
-		// Actors to deactivate: neither a caller nor the last staff.
-		known:  map[string][]string{"actors": {e.NewCustomer(0).ID, e.NewStaff().ID}},
-		seeded: 3,
-		etags:  map[string]string{},
-	}
-	initial := map[string]int64{}
-	for i := range 3 {
-		id := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100_000})
-		g.known["products"] = append(g.known["products"], id)
-		initial[id] = 100_000
-		o := e.PlaceOrder(g.customer.Token, "seed-order-"+strconv.Itoa(i), testkit.Line(id, 1))
-		if o.Status != http.StatusCreated {
-			t.Fatalf("seed order: %d %s", o.Status, o.Body)
-		}
-		g.known["orders"] = append(g.known["orders"], o.String("id"))
-	}
+	g, initial := newGenerator(t, e)
 
 	var mu sync.Mutex
 	statuses, succeeded := map[int]int{}, map[string]int{}
@@ -80,7 +61,7 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 				status, header, body, err := send(e, req)
 				ct := header.Get("Content-Type")
 				if status >= 200 && status < 300 {
-					g.learn(req.path, header)
+					g.learn(req, header)
 				}
 				mu.Lock()
 				statuses[status]++
@@ -164,6 +145,42 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 			t.Errorf("product %s: stock %d, but its adjustments and orders say %d", id, got, want)
 		}
 	}
+}
+
+// newGenerator makes what the requests act on: the callers, actors to deactivate,
+// three products stocked for every order (their initial stock returned),
+// three orders, the last paid in full and cancelled so that refunds have
+// one to act on from the start.
+func newGenerator(t *testing.T, e *httpkit.Env) (*generator, map[string]int64) {
+	t.Helper()
+	g := &generator{
+		staff:    e.Staff.Token,
+		customer: e.NewCustomer(1_000_000_00),
+		routes:   tableRoutes(t),
+		// Actors to deactivate: neither a caller nor the last staff.
+		known:  map[string][]string{"actors": {e.NewCustomer(0).ID, e.NewStaff().ID}},
+		seeded: 3,
+		etags:  map[string]string{},
+	}
+	initial := map[string]int64{}
+	for i := range 3 {
+		id := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100_000})
+		g.known["products"] = append(g.known["products"], id)
+		initial[id] = 100_000
+		o := e.PlaceOrder(g.customer.Token, "seed-order-"+strconv.Itoa(i), testkit.Line(id, 1))
+		if o.Status != http.StatusCreated {
+			t.Fatalf("seed order: %d %s", o.Status, o.Body)
+		}
+		g.known["orders"] = append(g.known["orders"], o.String("id"))
+	}
+	refundable := "/v1/orders/" + g.known["orders"][2]
+	if pay := e.Do("POST", refundable+"/payments", g.customer.Token, map[string]int{"amount_cents": 250}, "Idempotency-Key", "seed-payment"); pay.Status != http.StatusCreated {
+		t.Fatalf("seed payment: %d %s", pay.Status, pay.Body)
+	}
+	if cancel := e.Do("POST", refundable+"/cancel", g.customer.Token, nil, "If-Match", `"v2"`); cancel.Status != http.StatusOK {
+		t.Fatalf("seed cancellation: %d %s", cancel.Status, cancel.Body)
+	}
+	return g, initial
 }
 
 // randomRequest is one generated request.
