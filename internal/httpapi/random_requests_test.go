@@ -59,14 +59,14 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 			for i := range perClient {
 				req := g.request(rng)
 				status, header, body, err := send(e, req)
-				ct := header.Get("Content-Type")
-				if status >= 200 && status < 300 {
+				ct, ok := header.Get("Content-Type"), status >= 200 && status < 300
+				if ok {
 					g.learn(req, header)
 				}
 				mu.Lock()
 				statuses[status]++
-				if status >= 200 && status < 300 && req.op != "" {
-					succeeded[req.op]++
+				if ok {
+					succeeded[req.op]++ // "" for a request whose method or path was replaced
 				}
 				switch {
 				case err != nil && errors.Is(err, syscall.ECONNRESET) && (len(req.body) > 256<<10 || len(req.body) > 0 && req.badFraming()):
@@ -102,13 +102,7 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	}
 	t.Logf("seed %d: %d requests from %d clients; statuses %s (%d of the 400s from net/http's framing checks; %d bodies reset before their answer was read)",
 		seed, clients*perClient, clients, strings.Join(tally, " "), framing, resets)
-	// How deep the requests reach: 2xx by operation (a request whose method
-	// or path was replaced counts for none).
-	var reached []string
-	for _, rt := range g.routes {
-		reached = append(reached, fmt.Sprintf("%s×%d", rt.Name, succeeded[rt.Name]))
-	}
-	t.Logf("2xx by operation: %s", strings.Join(reached, " "))
+	t.Logf("2xx by operation: %s", g.reached(succeeded))
 	for i, b := range bad {
 		if i == 20 {
 			t.Errorf("… and %d more", len(bad)-20)
@@ -145,6 +139,16 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 			t.Errorf("product %s: stock %d, but its adjustments and orders say %d", id, got, want)
 		}
 	}
+}
+
+// reached says how deep the requests reached: the 2xx answers by operation
+// of the table.
+func (g *generator) reached(succeeded map[string]int) string {
+	var out []string
+	for _, rt := range g.routes {
+		out = append(out, fmt.Sprintf("%s×%d", rt.Name, succeeded[rt.Name]))
+	}
+	return strings.Join(out, " ")
 }
 
 // newGenerator makes what the requests act on: the callers, actors to deactivate,
