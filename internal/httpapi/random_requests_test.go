@@ -18,20 +18,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/ordersvc/ordersvc/internal/testkit"
 	"github.com/ordersvc/ordersvc/internal/testkit/httpkit"
 )
 
 // TestRandomRequestsNeverAnswer5xx sends a few thousand random requests
 // (bodies, headers, paths, methods; from a seeded generator, so a failure
-// can be replayed with RANDOM_REQUESTS_SEED) to the running service, as
-// several clients at once, and checks the contract's promise that no input
-// a caller sends answers 5xx, that every error is a problem document, and
-// that nothing is left half-written: every change has its event, every
-// order its lines and total, every stock its adjustments and orders, and
-// no idempotency record is left in progress (ADR 0010).
+// can be replayed with RANDOM_REQUESTS_SEED) on every operation of the
+// table, with bodies made from the document (random_generator_test.go), to
+// the running service, as several clients at once, and checks the
+// contract's promise that no input a caller sends answers 5xx, that every
+// error is a problem document, and that nothing is left half-written: every
+// change has its event, every order its lines and total, every stock its
+// adjustments and orders, and no idempotency record is left in progress
+// (ADR 0010).
 func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	t.Parallel()
 	seed := uint64(20261203)
@@ -44,26 +44,10 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	}
 	const clients, perClient = 4, 750
 	e := httpkit.New(t)
-	g := &generator{
-		staff:    e.Staff.Token,
-		customer: e.NewCustomer(1_000_000_00),
-	}
-	initial := map[string]int64{}
-	for range 3 {
-		id := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100_000})
-		g.products = append(g.products, id)
-		initial[id] = 100_000
-	}
-	for i := range 3 {
-		o := e.PlaceOrder(g.customer.Token, "seed-order-"+strconv.Itoa(i), testkit.Line(g.products[i], 1))
-		if o.Status != http.StatusCreated {
-			t.Fatalf("seed order: %d %s", o.Status, o.Body)
-		}
-		g.orders = append(g.orders, o.String("id"))
-	}
+	g, initial := newGenerator(t, e)
 
 	var mu sync.Mutex
-	statuses := map[int]int{}
+	statuses, succeeded := map[int]int{}, map[string]int{}
 	var bad []string
 	framing, resets := 0, 0
 	var wg sync.WaitGroup
@@ -74,9 +58,16 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
 			for i := range perClient {
 				req := g.request(rng)
-				status, ct, body, err := send(e, req)
+				status, header, body, err := send(e, req)
+				ct, ok := header.Get("Content-Type"), status >= 200 && status < 300
+				if ok {
+					g.learn(req, header)
+				}
 				mu.Lock()
 				statuses[status]++
+				if ok {
+					succeeded[req.op]++ // "" for a request whose method or path was replaced
+				}
 				switch {
 				case err != nil && errors.Is(err, syscall.ECONNRESET) && (len(req.body) > 256<<10 || len(req.body) > 0 && req.badFraming()):
 					// net/http answered without reading the body (one this
@@ -111,6 +102,7 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	}
 	t.Logf("seed %d: %d requests from %d clients; statuses %s (%d of the 400s from net/http's framing checks; %d bodies reset before their answer was read)",
 		seed, clients*perClient, clients, strings.Join(tally, " "), framing, resets)
+	t.Logf("2xx by operation: %s", g.reached(succeeded))
 	for i, b := range bad {
 		if i == 20 {
 			t.Errorf("… and %d more", len(bad)-20)
@@ -120,7 +112,9 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	}
 
 	// Nothing half-written: every invariant api check knows (store.Check,
-	// whatever kinds it has), then what it does not look at.
+	// whatever kinds it has), then what it does not look at. A new operation
+	// adds a row here only for such a check (an event its write appends, a
+	// text column it stores); the requests need no edit.
 	e.Check()
 	checks := map[string]string{
 		"orders without lines":                     `SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_lines l WHERE l.order_id = o.id)`,
@@ -147,8 +141,55 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	}
 }
 
+// reached says how deep the requests reached: the 2xx answers by operation
+// of the table.
+func (g *generator) reached(succeeded map[string]int) string {
+	var out []string
+	for _, rt := range g.routes {
+		out = append(out, fmt.Sprintf("%s×%d", rt.Name, succeeded[rt.Name]))
+	}
+	return strings.Join(out, " ")
+}
+
+// newGenerator makes what the requests act on: the callers, actors to deactivate,
+// three products stocked for every order (their initial stock returned),
+// three orders, the last paid in full and cancelled so that refunds have
+// one to act on from the start.
+func newGenerator(t *testing.T, e *httpkit.Env) (*generator, map[string]int64) {
+	t.Helper()
+	g := &generator{
+		staff:    e.Staff.Token,
+		customer: e.NewCustomer(1_000_000_00),
+		routes:   tableRoutes(t),
+		// Actors to deactivate: neither a caller nor the last staff.
+		known:  map[string][]string{"actors": {e.NewCustomer(0).ID, e.NewStaff().ID}},
+		seeded: 3,
+		etags:  map[string]string{},
+	}
+	initial := map[string]int64{}
+	for i := range 3 {
+		id := e.NewProduct(testkit.ProductSpec{PriceCents: 250, Stock: 100_000})
+		g.known["products"] = append(g.known["products"], id)
+		initial[id] = 100_000
+		o := e.PlaceOrder(g.customer.Token, "seed-order-"+strconv.Itoa(i), testkit.Line(id, 1))
+		if o.Status != http.StatusCreated {
+			t.Fatalf("seed order: %d %s", o.Status, o.Body)
+		}
+		g.known["orders"] = append(g.known["orders"], o.String("id"))
+	}
+	refundable := "/v1/orders/" + g.known["orders"][2]
+	if pay := e.Do("POST", refundable+"/payments", g.customer.Token, map[string]int{"amount_cents": 250}, "Idempotency-Key", "seed-payment"); pay.Status != http.StatusCreated {
+		t.Fatalf("seed payment: %d %s", pay.Status, pay.Body)
+	}
+	if cancel := e.Do("POST", refundable+"/cancel", g.customer.Token, nil, "If-Match", `"v2"`); cancel.Status != http.StatusOK {
+		t.Fatalf("seed cancellation: %d %s", cancel.Status, cancel.Body)
+	}
+	return g, initial
+}
+
 // randomRequest is one generated request.
 type randomRequest struct {
+	op           string // the operation's name; "" once its method or path is replaced
 	method, path string
 	header       http.Header
 	body         []byte
@@ -168,10 +209,10 @@ func (r randomRequest) String() string {
 // connection is kept alive until the answer is read: a server that closes
 // with part of a body unread resets the connection, and the reset can
 // overtake the answer.
-func send(e *httpkit.Env, r randomRequest) (int, string, []byte, error) {
+func send(e *httpkit.Env, r randomRequest) (int, http.Header, []byte, error) {
 	conn, err := net.Dial("tcp", e.Server.Listener.Addr().String())
 	if err != nil {
-		return 0, "", nil, err
+		return 0, http.Header{}, nil, err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
@@ -189,11 +230,11 @@ func send(e *httpkit.Env, r randomRequest) (int, string, []byte, error) {
 	go func() { _, _ = conn.Write(b.Bytes()) }()
 	res, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: r.method})
 	if err != nil {
-		return 0, "", nil, err
+		return 0, http.Header{}, nil, err
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
-	return res.StatusCode, res.Header.Get("Content-Type"), body, err
+	return res.StatusCode, res.Header, body, err
 }
 
 // badFraming says whether net/http refuses the request before any handler:
@@ -221,221 +262,4 @@ func (r randomRequest) badFraming() bool {
 // plain text, and closes the connection.
 func refusedByHTTP(status int, ct string, body []byte) bool {
 	return status == http.StatusBadRequest && strings.HasPrefix(ct, "text/plain") && bytes.HasPrefix(body, []byte("400 Bad Request"))
-}
-
-// generator makes random requests around the real API surface: mostly
-// well-formed routes with real ids and nearly-valid bodies, so that the
-// requests get past the first check and reach deeper ones.
-type generator struct {
-	staff    string
-	customer testkit.Actor
-	products []string
-	orders   []string
-}
-
-func pick[T any](rng *rand.Rand, xs ...T) T { return xs[rng.IntN(len(xs))] }
-
-func (g *generator) request(rng *rand.Rand) randomRequest {
-	r := randomRequest{header: http.Header{}}
-	product, order := pick(rng, g.products...), pick(rng, g.orders...)
-	routes := []struct{ method, path, body, role string }{
-		{"POST", "/v1/products", "product", "staff"},
-		{"GET", "/v1/products", "", ""},
-		{"GET", "/v1/products/" + g.id(rng, product), "", ""},
-		{"PATCH", "/v1/products/" + g.id(rng, product), "patch", "staff"},
-		{"POST", "/v1/products/" + g.id(rng, product) + "/stock-adjustments", "adjust", "staff"},
-		{"POST", "/v1/orders", "order", "customer"},
-		{"GET", "/v1/orders", "", ""},
-		{"GET", "/v1/orders/" + g.id(rng, order), "", ""},
-		{"POST", "/v1/orders/" + g.id(rng, order) + "/cancel", "", "customer"},
-		{"POST", "/v1/orders/" + g.id(rng, order) + "/ship", "", "staff"},
-		{"POST", "/v1/orders/" + g.id(rng, order) + "/payments", "payment", "customer"},
-		{"POST", "/v1/orders/" + g.id(rng, order) + "/refunds", "refund", "staff"},
-		{"POST", "/v1/actors/" + uuid.NewString() + "/deactivate", "", "staff"},
-	}
-	rt := pick(rng, routes...)
-	r.method, r.path = rt.method, rt.path
-	switch rng.IntN(20) {
-	case 0:
-		r.method = pick(rng, "GET", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "POST", "TRACE", "FOO")
-	case 1:
-		r.path = pick(rng, "/", "/v1", "/v1/", "/v2/orders", "/v1/products/", "/v1/orders/%00", "/v1/products/..%2f..%2fetc",
-			"/v1/products/"+strings.Repeat("a", 5000), "/v1/products/%ZZ", "/v1/orders/"+product+"/payments/x",
-			"/healthz", "/readyz", "/openapi.yaml", "/v1/products/\u00e9", "/v1//orders", "/v1/orders/{id}")
-	case 2:
-		r.path += pick(rng, "?limit=0", "?limit=101", "?limit=-1", "?limit=abc", "?limit=99999999999999999999",
-			"?cursor=%00", "?cursor=AAAA", "?cursor="+strings.Repeat("A", 22), "?limit=5&limit=7", "?cursor=_-_-")
-	}
-
-	switch n := rng.IntN(12); {
-	case n == 0: // none
-	case n == 1:
-		r.header.Set("Authorization", pick(rng, "Bearer", "Bearer ", "Bearer osk_nope", "Basic x", "bearer "+g.staff, "Bearer "+g.staff+"x", "Bearer \xff"))
-	case n < 9 && rt.role == "staff", n >= 9 && rt.role == "customer":
-		r.header.Set("Authorization", "Bearer "+g.staff)
-	case n < 9 && rt.role == "customer", n >= 9 && rt.role == "staff":
-		r.header.Set("Authorization", "Bearer "+g.customer.Token)
-	default:
-		r.header.Set("Authorization", "Bearer "+pick(rng, g.staff, g.customer.Token))
-	}
-	if rng.IntN(4) != 0 {
-		r.header.Set("Idempotency-Key", randomKey(rng))
-	}
-	if rng.IntN(3) != 0 {
-		for range 1 + rng.IntN(2) {
-			r.header.Add("If-Match", randomTags(rng))
-		}
-	}
-	if rng.IntN(4) == 0 {
-		r.header.Set("If-None-Match", randomTags(rng))
-	}
-	if rng.IntN(2) == 0 {
-		r.header.Set("Content-Type", pick(rng, "application/json", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", ""))
-	}
-	if rt.body != "" || rng.IntN(5) == 0 {
-		r.body = randomBody(rng, rt.body, product)
-	}
-	return r
-}
-
-// id spells a real id in one of the forms a client might, or replaces it.
-func (g *generator) id(rng *rand.Rand, real string) string {
-	switch rng.IntN(10) {
-	case 0:
-		return strings.ToUpper(real)
-	case 1:
-		return uuid.NewString()
-	case 2:
-		return pick(rng, "x", "0", "00000000-0000-0000-0000-000000000000", "{"+real+"}", "urn:uuid:"+real, strings.ReplaceAll(real, "-", ""), real+"0", "%20"+real)
-	}
-	return real
-}
-
-func randomKey(rng *rand.Rand) string {
-	switch rng.IntN(10) {
-	case 0:
-		return pick(rng, "", " ", `"`, `""`, `"a\qb"`, "k\x7f", "clé", "\xff\xfe", strings.Repeat("k", 256), `"`+strings.Repeat("k", 255)+`"`)
-	case 1, 2: // few enough to collide: replays and reuse
-		return pick(rng, "k", `"k`) + strconv.Itoa(rng.IntN(30)) + pick(rng, "", `"`)
-	}
-	return "key-" + strconv.FormatUint(rng.Uint64(), 36)
-}
-
-func randomTags(rng *rand.Rand) string {
-	var parts []string
-	for range 1 + rng.IntN(3) {
-		v := strconv.Itoa(1 + rng.IntN(4))
-		if rng.IntN(2) == 0 {
-			parts = append(parts, `"v`+v+`"`)
-			continue
-		}
-		parts = append(parts, pick(rng, `W/"v`+v+`"`, "v"+v, "*", `"`, `""`, `"v0"`, `"v`+v, `"a,b"`, "", `"v99999999999999999999"`, "\"v\xff\""))
-		if rng.IntN(50) == 0 {
-			parts = append(parts, "\"v\x01\"") // net/http refuses it before any handler
-		}
-	}
-	return strings.Join(parts, pick(rng, ", ", ",", " ", ",,"))
-}
-
-// randomBody is a body for kind that is valid, nearly valid or hostile.
-func randomBody(rng *rand.Rand, kind, product string) []byte {
-	str := func() string {
-		if rng.IntN(2) == 0 {
-			return "Mug " + strconv.Itoa(rng.IntN(100))
-		}
-		return pick(rng, "", "x\u0000y", "tab\there", "\u001b[2J", "\u0085", "é", strings.Repeat("n", 201), "\xed\xa0\x80",
-			`a"b`, `\`, "日本", "🙂")
-	}
-	num := func() string {
-		if rng.IntN(2) == 0 {
-			return strconv.Itoa(1 + rng.IntN(9))
-		}
-		return pick(rng, "1", "0", "-1", "5", "1000", "1001", "-1000000", "1000001", "100000000001", "1.5", "1e3", "-0",
-			"9223372036854775807", "9223372036854775808", "99999999999999999999", `"5"`, "null", "true", "[]", "{}")
-	}
-	quote := func(s string) string { return strconv.Quote(s) } // Go escapes; also \x.. which JSON refuses: more variety
-	if rng.IntN(5) != 0 {
-		quote = func(s string) string {
-			var b strings.Builder
-			b.WriteByte('"')
-			for _, c := range s {
-				switch {
-				case c == '"' || c == '\\':
-					b.WriteString(`\` + string(c))
-				case c < 0x20:
-					fmt.Fprintf(&b, `\u%04x`, c)
-				default:
-					b.WriteRune(c)
-				}
-			}
-			b.WriteByte('"')
-			return b.String()
-		}
-	}
-	var members []string
-	add := func(name, value string) { members = append(members, quote(name)+":"+value) }
-	switch kind {
-	case "product":
-		add("sku", quote(pick(rng, "SKU-"+strconv.Itoa(rng.IntN(1_000_000)), "bad sku", "", strings.Repeat("S", 65))))
-		add("name", quote(str()))
-		add("price_cents", num())
-		add("stock", num())
-	case "patch":
-		if rng.IntN(2) == 0 {
-			add("name", quote(str()))
-		}
-		if rng.IntN(2) == 0 {
-			add("price_cents", num())
-		}
-	case "adjust":
-		add("delta", num())
-		add("reason", quote(str()))
-	case "payment":
-		add("amount_cents", num())
-	case "refund":
-		add("amount_cents", num())
-		add("reason", quote(str()))
-	case "order":
-		var lines []string
-		for range rng.IntN(4) {
-			lines = append(lines, fmt.Sprintf(`{"product_id":%s,"quantity":%s}`,
-				quote(pick(rng, product, product, strings.ToUpper(product), uuid.NewString(), "x")), num()))
-		}
-		add("lines", "["+strings.Join(lines, ",")+"]")
-	}
-	switch rng.IntN(10) {
-	case 0: // a member twice
-		if len(members) > 0 {
-			members = append(members, pick(rng, members...))
-		}
-	case 1: // a member in another case
-		if len(members) > 0 {
-			i := rng.IntN(len(members))
-			members[i] = strings.ToUpper(members[i][:3]) + members[i][3:]
-		}
-	case 2: // an unknown member
-		add(pick(rng, "version", "id", "stock", "extra", ""), num())
-	case 3: // members shuffled
-		rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
-	}
-	body := "{" + strings.Join(members, ",") + "}"
-	switch rng.IntN(25) {
-	case 0:
-		body = body[:rng.IntN(len(body)+1)] // truncated
-	case 1:
-		body = pick(rng, "", " ", "null", "[]", "42", `"x"`, "{}{}", "{'a':1}", "delta=5&reason=x", "\xff\xfe", strings.Repeat("[", 10000))
-	case 2:
-		b := make([]byte, rng.IntN(64))
-		for i := range b {
-			b[i] = byte(rng.IntN(256))
-		}
-		body = string(b)
-	case 3:
-		body += pick(rng, " {}", "]", "x", "\n", "\x00")
-	case 4:
-		if rng.IntN(10) == 0 { // rarely: over 1 MiB
-			body = `{"reason":"` + strings.Repeat("r", 1<<20) + `"}`
-		}
-	}
-	return []byte(body)
 }
