@@ -33,8 +33,8 @@ type generator struct {
 	mu       sync.Mutex
 	// known are ids by collection ("products", "orders", "actors"): the
 	// seeded ones, then each one a write created or changed, as it did
-	// (learn), so that the orders placed are paid, cancelled, shipped and
-	// refunded.
+	// (learn), so that the orders placed go on to the operations that act
+	// on an order.
 	known  map[string][]string
 	seeded int // how many ids of each collection were known before the run
 	// etags are the last ETag seen of each resource (/v1/orders/<id>).
@@ -217,7 +217,7 @@ func (g *generator) knownID(rng *rand.Rand, collection string, seeded bool) stri
 // learn records what a 2xx answer to a request tells: the resource it
 // created (its Location) or wrote to is the newest known of its collection,
 // so that the next writes often act on it (an order placed, then paid, then
-// cancelled, then refunded); the ETag is that resource's last one.
+// cancelled, …); the ETag is that resource's last one.
 func (g *generator) learn(r randomRequest, h http.Header) {
 	target := cmp.Or(h.Get("Location"), resource(r.path))
 	g.mu.Lock()
