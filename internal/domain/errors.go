@@ -26,7 +26,6 @@ const (
 	CodeCreditLimitExceeded Code = "credit_limit_exceeded"
 	CodeInvalidTransition   Code = "invalid_transition"
 	CodeOverpayment         Code = "overpayment"
-	CodeOverRefund          Code = "over_refund"
 	CodeLastStaff           Code = "last_staff"
 	CodeForbidden           Code = "forbidden"
 )
@@ -51,7 +50,7 @@ const (
 // one.
 var Codes = []Code{
 	CodeValidation, CodeNotFound, CodeVersionConflict, CodeSKUTaken, CodeInsufficientStock,
-	CodeCreditLimitExceeded, CodeInvalidTransition, CodeOverpayment, CodeOverRefund, CodeLastStaff, CodeForbidden,
+	CodeCreditLimitExceeded, CodeInvalidTransition, CodeOverpayment, CodeLastStaff, CodeForbidden,
 	CodeMalformed, CodeTooLarge, CodeUnauthenticated, CodeMethodNotAllowed, CodePreconditionRequired,
 	CodeKeyInvalid, CodeKeyRequired, CodeKeyReused, CodeKeyInProgress, CodeUnavailable, CodeInternal,
 }

@@ -46,7 +46,6 @@ var goldenCommands = func() map[string]any {
 		"cancelOrder":     app.CancelOrderCommand{ID: o, Expected: []domain.Version{2}},
 		"shipOrder":       app.ShipOrderCommand{ID: o, Expected: []domain.Version{2}},
 		"recordPayment":   app.RecordPaymentCommand{OrderID: o, Amount: 500},
-		"recordRefund":    app.RecordRefundCommand{OrderID: o, Refund: domain.Refund{Amount: 300, Reason: "cancelled: out of stock"}},
 		"deactivateActor": app.DeactivateActorCommand{ID: q},
 	}
 }()
