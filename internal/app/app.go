@@ -30,6 +30,7 @@ type UseCases struct {
 	CancelOrder     CancelOrder
 	ShipOrder       ShipOrder
 	RecordPayment   RecordPayment
+	RecordRefund    RecordRefund
 
 	// Queries.
 	GetProduct   GetProduct
@@ -68,6 +69,7 @@ func New(d Deps) UseCases {
 		CancelOrder:     CancelOrder{Transactor: t, Latch: l},
 		ShipOrder:       ShipOrder{Transactor: t, Latch: l},
 		RecordPayment:   RecordPayment{Transactor: t, Latch: l},
+		RecordRefund:    RecordRefund{Transactor: t, Latch: l},
 
 		GetProduct:   GetProduct{Reader: r},
 		ListProducts: ListProducts{Reader: r},

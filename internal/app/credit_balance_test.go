@@ -207,8 +207,12 @@ func TestBalanceFollowsEveryOrderChange(t *testing.T) {
 	e.Exec(`UPDATE actors SET credit_limit_cents = 1000 WHERE id = $1`, customer.ID)
 	place("place under a limit lowered below the balance", "o4", 1, domain.CodeCreditLimitExceeded, 4000)
 	step("pay under the lowered limit", c.pay(o3.ID(), "p4", 500), "", 3500) // o3 v2
-	cancel("cancel an order paid in part", o3, 2, domain.CodeInvalidTransition, 3500)
-	ship("ship under the lowered limit", o3, 2, "", 3500)
-	step("pay the rest", c.pay(o3.ID(), "p5", 3500), "", 0)
-	place("place within the lowered limit", "o5", 1, "", 1000)
+	cancel("cancel at the version before the payment", o3, 1, domain.CodeVersionConflict, 3500)
+	cancel("cancel an order paid in part: only what was still owed leaves", o3, 2, "", 0) // o3 v3
+	step("pay the cancelled order", c.pay(o3.ID(), "p5", 100), domain.CodeInvalidTransition, 0)
+	step("refund what was paid: a cancelled order owes nothing, refunded or not", staff.refund(o3.ID(), "r1", 500), "", 0)
+	step("refund more than was paid", staff.refund(o3.ID(), "r2", 1), domain.CodeOverRefund, 0)
+	o5 := place("place within the lowered limit", "o5", 1, "", 1000)
+	ship("ship under the lowered limit", o5, 1, "", 1000)
+	step("pay the rest", c.pay(o5.ID(), "p6", 1000), "", 0)
 }

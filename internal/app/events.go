@@ -35,14 +35,15 @@ type Event struct {
 // order.shipped: the order as it stands after the change, in the shape the
 // API returns it. For order.cancelled the lines are the stock given back.
 type OrderEventData struct {
-	ID         uuid.UUID            `json:"id"`
-	CustomerID uuid.UUID            `json:"customer_id"`
-	Status     string               `json:"status"`
-	Lines      []OrderLineEventData `json:"lines"`
-	TotalCents int64                `json:"total_cents"`
-	PaidCents  int64                `json:"paid_cents"`
-	CreatedAt  time.Time            `json:"created_at"`
-	UpdatedAt  time.Time            `json:"updated_at"`
+	ID            uuid.UUID            `json:"id"`
+	CustomerID    uuid.UUID            `json:"customer_id"`
+	Status        string               `json:"status"`
+	Lines         []OrderLineEventData `json:"lines"`
+	TotalCents    int64                `json:"total_cents"`
+	PaidCents     int64                `json:"paid_cents"`
+	RefundedCents int64                `json:"refunded_cents"`
+	CreatedAt     time.Time            `json:"created_at"`
+	UpdatedAt     time.Time            `json:"updated_at"`
 }
 
 // OrderLineEventData is one line of an order event.
@@ -62,7 +63,7 @@ func orderEvent(t EventType, o *domain.Order) Event {
 	}
 	return Event{Type: t, AggregateID: o.ID(), Data: OrderEventData{
 		ID: o.ID(), CustomerID: o.CustomerID(), Status: o.Status().String(), Lines: lines,
-		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()),
+		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()), RefundedCents: int64(o.Refunded()),
 		CreatedAt: o.CreatedAt().UTC(), UpdatedAt: o.UpdatedAt().UTC(),
 	}}
 }

@@ -26,6 +26,7 @@ const (
 	CodeCreditLimitExceeded Code = "credit_limit_exceeded"
 	CodeInvalidTransition   Code = "invalid_transition"
 	CodeOverpayment         Code = "overpayment"
+	CodeOverRefund          Code = "over_refund"
 	CodeLastStaff           Code = "last_staff"
 	CodeForbidden           Code = "forbidden"
 )
@@ -50,7 +51,7 @@ const (
 // one.
 var Codes = []Code{
 	CodeValidation, CodeNotFound, CodeVersionConflict, CodeSKUTaken, CodeInsufficientStock,
-	CodeCreditLimitExceeded, CodeInvalidTransition, CodeOverpayment, CodeLastStaff, CodeForbidden,
+	CodeCreditLimitExceeded, CodeInvalidTransition, CodeOverpayment, CodeOverRefund, CodeLastStaff, CodeForbidden,
 	CodeMalformed, CodeTooLarge, CodeUnauthenticated, CodeMethodNotAllowed, CodePreconditionRequired,
 	CodeKeyInvalid, CodeKeyRequired, CodeKeyReused, CodeKeyInProgress, CodeUnavailable, CodeInternal,
 }

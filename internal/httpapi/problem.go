@@ -51,6 +51,7 @@ var statusOf = map[domain.Code]struct {
 	domain.CodeInsufficientStock:    {http.StatusConflict, "Insufficient stock"},
 	domain.CodeInvalidTransition:    {http.StatusConflict, "Invalid transition"},
 	domain.CodeOverpayment:          {http.StatusConflict, "Overpayment"},
+	domain.CodeOverRefund:           {http.StatusConflict, "Over-refund"},
 	domain.CodeLastStaff:            {http.StatusConflict, "Last staff member"},
 	domain.CodeKeyInProgress:        {http.StatusConflict, "Request in progress"},
 	domain.CodeTooLarge:             {http.StatusRequestEntityTooLarge, "Payload too large"},

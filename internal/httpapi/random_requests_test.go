@@ -118,12 +118,13 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	e.Check()
 	checks := map[string]string{
 		"orders without lines":                     `SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_lines l WHERE l.order_id = o.id)`,
+		"refunds without refund.recorded":          `SELECT (SELECT count(*) FROM refunds) - (SELECT count(*) FROM outbox_events WHERE type = 'refund.recorded')`,
 		"cancelled orders without order.cancelled": `SELECT count(*) FROM orders o WHERE status = 'cancelled' AND NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.type = 'order.cancelled' AND e.aggregate_id = o.id)`,
 		"shipped orders without order.shipped":     `SELECT count(*) FROM orders o WHERE status = 'shipped' AND NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.type = 'order.shipped' AND e.aggregate_id = o.id)`,
 		"payments without payment.recorded":        `SELECT (SELECT count(*) FROM payments) - (SELECT count(*) FROM outbox_events WHERE type = 'payment.recorded')`,
 		"adjustments without stock.adjusted":       `SELECT (SELECT count(*) FROM stock_adjustments) - (SELECT count(*) FROM outbox_events WHERE type = 'stock.adjusted')`,
 		"idempotency records left in progress":     `SELECT count(*) FROM idempotency_keys WHERE state <> 'completed'`,
-		"names or reasons holding a control char":  `SELECT (SELECT count(*) FROM products WHERE name ~ '[[:cntrl:]]') + (SELECT count(*) FROM stock_adjustments WHERE reason ~ '[[:cntrl:]]')`,
+		"names or reasons holding a control char":  `SELECT (SELECT count(*) FROM products WHERE name ~ '[[:cntrl:]]') + (SELECT count(*) FROM stock_adjustments WHERE reason ~ '[[:cntrl:]]') + (SELECT count(*) FROM refunds WHERE reason ~ '[[:cntrl:]]')`,
 	}
 	for what, q := range checks {
 		if n := e.QueryInt(q); n != 0 {
@@ -152,7 +153,8 @@ func (g *generator) reached(succeeded map[string]int) string {
 
 // newGenerator makes what the requests act on: the callers, actors to deactivate,
 // three products stocked for every order (their initial stock returned),
-// three orders.
+// three orders, the last paid in full and cancelled so that refunds have
+// one to act on from the start.
 func newGenerator(t *testing.T, e *httpkit.Env) (*generator, map[string]int64) {
 	t.Helper()
 	g := &generator{
@@ -174,6 +176,13 @@ func newGenerator(t *testing.T, e *httpkit.Env) (*generator, map[string]int64) {
 			t.Fatalf("seed order: %d %s", o.Status, o.Body)
 		}
 		g.known["orders"] = append(g.known["orders"], o.String("id"))
+	}
+	refundable := "/v1/orders/" + g.known["orders"][2]
+	if pay := e.Do("POST", refundable+"/payments", g.customer.Token, map[string]int{"amount_cents": 250}, "Idempotency-Key", "seed-payment"); pay.Status != http.StatusCreated {
+		t.Fatalf("seed payment: %d %s", pay.Status, pay.Body)
+	}
+	if cancel := e.Do("POST", refundable+"/cancel", g.customer.Token, nil, "If-Match", `"v2"`); cancel.Status != http.StatusOK {
+		t.Fatalf("seed cancellation: %d %s", cancel.Status, cancel.Body)
 	}
 	return g, initial
 }

@@ -79,6 +79,7 @@ var constraintErrors = map[string]*domain.Error{
 	"products_sku_key":               domain.Errorf(domain.CodeSKUTaken, "a product with this sku already exists"),
 	"stock_levels_stock_nonnegative": domain.Errorf(domain.CodeInsufficientStock, "not enough stock"),
 	"orders_paid_within_total":       domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance"),
+	"orders_refund_within_paid":      domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded"),
 }
 
 // translateServerError is Translate for an error the server sent.

@@ -59,7 +59,7 @@ func toOrder(r dbsqlc.Order, lines []domain.OrderLine) (*domain.Order, error) {
 	}
 	return domain.RehydrateOrder(domain.OrderRecord{
 		ID: r.ID, CustomerID: r.CustomerID, Status: st, Lines: lines,
-		Total: domain.Cents(r.TotalCents), Paid: domain.Cents(r.PaidCents),
+		Total: domain.Cents(r.TotalCents), Paid: domain.Cents(r.PaidCents), Refunded: domain.Cents(r.RefundedCents),
 		Version: domain.Version(r.Version), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}), nil
 }
@@ -147,8 +147,19 @@ func (r orderRepo) AddPayment(ctx context.Context, orderID, actorID uuid.UUID, a
 	})
 }
 
-// addMoney is a payment's two writes: update, the guarded change of the
-// order's paid cents, then insert, the record of the money under a new id. An update that matched no row (the order is
+func (r orderRepo) AddRefund(ctx context.Context, orderID, actorID uuid.UUID, refund domain.Refund) (*domain.Order, bool, error) {
+	return r.addMoney("orders.add_refund", func() (dbsqlc.Order, error) {
+		return r.q.OrderAddRefund(ctx, r.db, dbsqlc.OrderAddRefundParams{ID: orderID, AmountCents: int64(refund.Amount)})
+	}, func(id uuid.UUID) error {
+		return r.q.RefundInsert(ctx, r.db, dbsqlc.RefundInsertParams{
+			ID: id, OrderID: orderID, ActorID: actorID, AmountCents: int64(refund.Amount), Reason: refund.Reason,
+		})
+	})
+}
+
+// addMoney is a payment's or a refund's two writes: update, the guarded
+// change of the order's paid or refunded cents, then insert, the record of
+// the money under a new id. An update that matched no row (the order is
 // missing, or its guard refused) is (nil, false, nil), for the use case to
 // tell which; a constraint's refusal is its domain error.
 func (r orderRepo) addMoney(op string, update func() (dbsqlc.Order, error), insert func(id uuid.UUID) error) (*domain.Order, bool, error) {
