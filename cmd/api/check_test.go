@@ -14,8 +14,10 @@ import (
 
 // TestCheckCommandReportsACorruptedBalance: on a database where every
 // balance matches its orders, `api check` prints its one ok line and succeeds; after
-// two balances are corrupted behind the service's back, it prints one line
-// for each, naming the customer and both figures, and fails (exit 1).
+// two balances are corrupted behind the service's back (one directly, one
+// through an order's paid_cents, which is a paid finding too), it prints a
+// balance line for each, naming the customer and both figures, three lines
+// in all, leaves the sound customer out, and fails (exit 1).
 func TestCheckCommandReportsACorruptedBalance(t *testing.T) {
 	t.Parallel()
 	e := httpkit.New(t)
