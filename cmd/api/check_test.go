@@ -161,8 +161,8 @@ func queryName(kind string) string {
 
 // TestCheckFindsEachCorruption: for every kind of finding, a sound database
 // broken in that one way makes `api check` print exactly one line, of that
-// kind, naming what is wrong, and fail; before, a payment that paid_cents
-// does not reflect, or no active staff, passed with exit 0. Every kind
+// kind, naming what is wrong, and fail (a payment that paid_cents does not
+// reflect, or no active staff, once passed with exit 0). Every kind
 // Check knows has its corruption, in its statement's comment. The database:
 // a staff member; a customer with a credit limit of 2,000 who owes 1,200;
 // one product at 250; the customer's order of 4 (1,000, 300 paid) and
