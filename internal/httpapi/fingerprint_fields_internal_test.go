@@ -145,9 +145,13 @@ func TestFingerprintCurrentFormReadsEveryField(t *testing.T) {
 		var paths []string
 		eachField(v, "", func(path string, _ reflect.Value) { paths = append(paths, path) })
 		for i, path := range paths {
-			if b, err := f.canonicalBytes(op, filledWithZero(f.command, i)); err != nil || bytes.Equal(b, base) {
-				t.Errorf("%s v%d: the canonical form is the same with %s zero (%v): the form leaves the field out, "+
-					"and two requests that differ in it would replay each other:\n%s", op, f.version, path, err, base)
+			b, err := f.canonicalBytes(op, filledWithZero(f.command, i))
+			switch {
+			case err != nil:
+				t.Errorf("%s v%d: the canonical form with %s zero: %v", op, f.version, path, err)
+			case bytes.Equal(b, base):
+				t.Errorf("%s v%d: the canonical form is the same with %s zero: the form leaves the field out, "+
+					"and two requests that differ in it would replay each other:\n%s", op, f.version, path, base)
 			}
 		}
 	}

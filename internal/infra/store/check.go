@@ -49,6 +49,13 @@ type check struct {
 // checkPrefix names the generated methods that are checks.
 const checkPrefix = "Check"
 
+// isCheck says whether a generated method's name is a check's: Check, then
+// the kind in CamelCase (CheckNegativeStock). CheckoutCart is not a check.
+func isCheck(name string) bool {
+	rest, ok := strings.CutPrefix(name, checkPrefix)
+	return ok && rest != "" && unicode.IsUpper(rune(rest[0]))
+}
+
 // checksOf finds the checks among the methods of q (a *dbsqlc.Queries),
 // those named Check<Kind>, in the order of their names. A check's statement
 // takes no parameter, or one, @retention::text: OUTBOX_RETENTION as Go
@@ -65,14 +72,13 @@ func checksOf(q any) ([]check, error) {
 	var out []check
 	for i := range v.NumMethod() {
 		name := v.Type().Method(i).Name
-		rest, ok := strings.CutPrefix(name, checkPrefix)
-		if !ok {
-			continue
-		}
-		if rest == "" {
+		if name == checkPrefix {
 			return nil, fmt.Errorf("%s names no kind: Check<Kind>, e.g. CheckNegativeStock", name)
 		}
-		c := check{kind: snake(rest)}
+		if !isCheck(name) {
+			continue
+		}
+		c := check{kind: snake(strings.TrimPrefix(name, checkPrefix))}
 		switch f := v.Method(i).Interface().(type) {
 		case func(context.Context, dbsqlc.DBTX) ([]string, error):
 			c.find = func(ctx context.Context, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) { return f(ctx, db) }

@@ -37,7 +37,7 @@ func TestChecksAreTheGeneratedCheckMethods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		statements += len(regexp.MustCompile(`(?m)^-- name: Check\w+ `).FindAll(b, -1))
+		statements += len(regexp.MustCompile(`(?m)^-- name: Check[A-Z]\w* `).FindAll(b, -1))
 	}
 	if statements == 0 || len(kinds) != statements || !slices.IsSorted(kinds) || len(slices.Compact(slices.Clone(kinds))) != len(kinds) {
 		t.Errorf("kinds %v: want one per Check… statement of db/queries (%d), sorted, each once", kinds, statements)
@@ -96,7 +96,7 @@ func generatedCheckParams(t *testing.T) map[string][]string {
 		}
 		for _, decl := range file.Decls {
 			fd, ok := decl.(*ast.FuncDecl)
-			if !ok || fd.Recv == nil || !strings.HasPrefix(fd.Name.Name, checkPrefix) {
+			if !ok || fd.Recv == nil || !isCheck(fd.Name.Name) {
 				continue
 			}
 			var names []string
