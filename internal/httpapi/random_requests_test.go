@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -49,10 +50,7 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	e := httpkit.New(t)
 	g, initial := newGenerator(t, e)
 
-	var mu sync.Mutex
-	statuses, succeeded := map[int]int{}, map[string]int{}
-	var bad []string
-	framing, resets := 0, 0
+	tl := &tally{statuses: map[int]int{}, succeeded: map[string]int{}}
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
@@ -62,63 +60,82 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 			for i := range perClient {
 				req := g.request(rng)
 				status, header, body, err := send(e, req)
-				ct, ok := header.Get("Content-Type"), status >= 200 && status < 300
-				if ok {
+				if status >= 200 && status < 300 {
 					g.learn(req, header)
 				}
-				mu.Lock()
-				statuses[status]++
-				if ok {
-					succeeded[req.op]++ // "" for a request whose method or path was replaced
-				}
-				switch {
-				case err != nil && errors.Is(err, syscall.ECONNRESET) && (len(req.body) > 256<<10 || len(req.body) > 0 && req.badFraming()):
-					// net/http answered without reading the body (one this
-					// large, or any body of a request whose framing it
-					// refuses) and closed; the reset overtook its answer.
-					resets++
-				case err != nil:
-					bad = append(bad, fmt.Sprintf("client %d request %d %s: %v", c, i, req, err))
-				case status >= 500:
-					bad = append(bad, fmt.Sprintf("client %d request %d %s: %d %s", c, i, req, status, body))
-				case refusedByHTTP(status, ct, body):
-					framing++
-				case status >= 400 && req.method != "HEAD" && ct != "application/problem+json":
-					bad = append(bad, fmt.Sprintf("client %d request %d %s: %d with Content-Type %q", c, i, req, status, ct))
-				}
-				mu.Unlock()
+				tl.record(fmt.Sprintf("client %d request %d %s", c, i, req), req, status, header, body, err)
 			}
 		}()
 	}
 	wg.Wait()
 
-	codes := slices.Sorted(func(yield func(int) bool) {
-		for k := range statuses {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	var tally []string
-	for _, k := range codes {
-		tally = append(tally, fmt.Sprintf("%d×%d", k, statuses[k]))
-	}
 	t.Logf("seed %d: %d requests from %d clients; statuses %s (%d of the 400s from net/http's framing checks; %d bodies reset before their answer was read)",
-		seed, clients*perClient, clients, strings.Join(tally, " "), framing, resets)
-	t.Logf("2xx by operation: %s", g.reached(succeeded))
-	for i, b := range bad {
+		seed, clients*perClient, clients, tl.statusLine(), tl.framing, tl.resets)
+	t.Logf("2xx by operation: %s", g.reached(tl.succeeded))
+	for i, b := range tl.bad {
 		if i == 20 {
-			t.Errorf("… and %d more", len(bad)-20)
+			t.Errorf("… and %d more", len(tl.bad)-20)
 			break
 		}
 		t.Error(b)
 	}
+	nothingHalfWritten(t, e, initial)
+}
 
-	// Nothing half-written: every invariant api check knows (store.Check,
-	// whatever kinds it has), then what it does not look at, for every table
-	// at once (writtenWithoutEvent, controlCharacters), and the few rules of
-	// one table each below. A new operation adds a row here only for a rule
-	// of its own that none of them sees; the requests need no edit.
+// tally counts the answers of the random requests and keeps the bad ones.
+type tally struct {
+	mu              sync.Mutex
+	statuses        map[int]int
+	succeeded       map[string]int // 2xx by operation; "" for a request whose method or path was replaced
+	bad             []string
+	framing, resets int
+}
+
+// record classifies one answer: a 5xx, a transport error or a 4xx that is
+// not a problem document is bad; net/http's own refusals of a request's
+// framing, and a reset that overtook such a refusal, are counted apart.
+func (tl *tally) record(what string, req randomRequest, status int, header http.Header, body []byte, err error) {
+	ct := header.Get("Content-Type")
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.statuses[status]++
+	if status >= 200 && status < 300 {
+		tl.succeeded[req.op]++
+	}
+	switch {
+	case err != nil && errors.Is(err, syscall.ECONNRESET) && (len(req.body) > 256<<10 || len(req.body) > 0 && req.badFraming()):
+		// net/http answered without reading the body (one this large, or
+		// any body of a request whose framing it refuses) and closed; the
+		// reset overtook its answer.
+		tl.resets++
+	case err != nil:
+		tl.bad = append(tl.bad, fmt.Sprintf("%s: %v", what, err))
+	case status >= 500:
+		tl.bad = append(tl.bad, fmt.Sprintf("%s: %d %s", what, status, body))
+	case refusedByHTTP(status, ct, body):
+		tl.framing++
+	case status >= 400 && req.method != "HEAD" && ct != "application/problem+json":
+		tl.bad = append(tl.bad, fmt.Sprintf("%s: %d with Content-Type %q", what, status, ct))
+	}
+}
+
+// statusLine is the count of each status, in order: "200×1258 201×235 …".
+func (tl *tally) statusLine() string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(tl.statuses)) {
+		out = append(out, fmt.Sprintf("%d×%d", k, tl.statuses[k]))
+	}
+	return strings.Join(out, " ")
+}
+
+// nothingHalfWritten checks what the random requests left: every invariant
+// api check knows (store.Check, whatever kinds it has), then what it does
+// not look at, for every table at once (writtenWithoutEvent,
+// controlCharacters), and the few rules of one table each below. A new
+// operation adds a row here only for a rule of its own that none of them
+// sees; the requests need no edit.
+func nothingHalfWritten(t *testing.T, e *httpkit.Env, initial map[string]int64) {
+	t.Helper()
 	e.Check()
 	checks := map[string]string{
 		"orders without lines":                     `SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_lines l WHERE l.order_id = o.id)`,
@@ -128,8 +145,8 @@ func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 		"adjustments without stock.adjusted":       `SELECT (SELECT count(*) FROM stock_adjustments) - (SELECT count(*) FROM outbox_events WHERE type = 'stock.adjusted')`,
 		"idempotency records left in progress":     `SELECT count(*) FROM idempotency_keys WHERE state <> 'completed'`,
 	}
-	for what, q := range checks {
-		if n := e.QueryInt(q); n != 0 {
+	for _, what := range slices.Sorted(maps.Keys(checks)) {
+		if n := e.QueryInt(checks[what]); n != 0 {
 			t.Errorf("%s: %d", what, n)
 		}
 	}
