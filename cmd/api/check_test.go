@@ -2,8 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,51 +98,30 @@ type corruption struct {
 }
 
 // checkCorruptions reads the corruption of each Check… statement of
-// db/queries/*.sql, by the statement's name.
+// db/queries/*.sql, by the statement's name: the "-- Corruption:" line and
+// the comment lines indented under it ("--  "), and the "-- Finds:" line.
 func checkCorruptions(t *testing.T) map[string]corruption {
 	t.Helper()
-	files, err := filepath.Glob("../../db/queries/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no query files: %v", err)
-	}
 	out := map[string]corruption{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, q := range testkit.Queries(t) {
+		if !strings.HasPrefix(q.Name, "Check") {
+			continue
 		}
-		readCorruptions(string(raw), out)
+		var c corruption
+		c.finds, _ = q.Note("Finds")
+		inSQL := false
+		for _, line := range q.Comment {
+			if sql, ok := strings.CutPrefix(line, "-- Corruption:"); ok {
+				c.sql, inSQL = strings.TrimSpace(sql), true
+			} else if inSQL && strings.HasPrefix(line, "--  ") {
+				c.sql += "\n" + strings.TrimSpace(line[2:])
+			} else {
+				inSQL = false
+			}
+		}
+		out[q.Name] = c
 	}
 	return out
-}
-
-// readCorruptions adds the corruptions in the comments of a file of
-// queries to out.
-func readCorruptions(file string, out map[string]corruption) {
-	name, inSQL := "", false
-	for _, line := range strings.Split(file, "\n") {
-		if n, ok := strings.CutPrefix(line, "-- name: "); ok {
-			name, inSQL = strings.Fields(n)[0], false
-			continue
-		}
-		if !strings.HasPrefix(line, "--") {
-			name = "" // a statement's comment ends where its SQL begins
-		}
-		if name == "" {
-			continue
-		}
-		c := out[name]
-		if sql, ok := strings.CutPrefix(line, "-- Corruption:"); ok {
-			c.sql, inSQL = strings.TrimSpace(sql), true
-		} else if finds, ok := strings.CutPrefix(line, "-- Finds:"); ok {
-			c.finds, inSQL = strings.TrimSpace(finds), false
-		} else if inSQL && strings.HasPrefix(line, "--  ") {
-			c.sql += "\n" + strings.TrimSpace(line[2:])
-		} else {
-			inSQL = false
-		}
-		out[name] = c
-	}
 }
 
 // queryName is the name of a kind's statement: negative_stock is

@@ -7,7 +7,6 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -127,18 +126,7 @@ func serviceStatements(t *testing.T) map[string]string {
 			}
 		}
 	}
-	queries, err := filepath.Glob("../../../db/queries/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := 0
-	for _, file := range queries {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		named += strings.Count("\n"+string(b), "\n-- name:")
-	}
+	named := len(testkit.Queries(t))
 	if len(out) != named || named < 40 {
 		t.Fatalf("found %d generated statements in ../dbsqlc, %d named in db/queries: not the service's every statement", len(out), named)
 	}

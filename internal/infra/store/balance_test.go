@@ -2,10 +2,7 @@ package store_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -45,24 +42,10 @@ func TestEveryOrderWriteMovesTheBalance(t *testing.T) {
 // by query name.
 func balanceNotes(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob("../../../db/queries/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no query files: %v", err)
-	}
-	name := regexp.MustCompile(`^-- name: (\w+) `)
 	notes := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		current := ""
-		for _, line := range strings.Split(string(b), "\n") {
-			if m := name.FindStringSubmatch(line); m != nil {
-				current = m[1]
-			} else if note, ok := strings.CutPrefix(line, "-- Balance: "); ok && current != "" {
-				notes[current] = note
-			}
+	for _, q := range testkit.Queries(t) {
+		if note, ok := q.Note("Balance"); ok {
+			notes[q.Name] = note
 		}
 	}
 	return notes
