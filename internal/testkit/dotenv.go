@@ -58,12 +58,21 @@ func dotEnvTestSettings(path string) map[string]string {
 // findDotEnv returns the .env beside the go.mod that holds dir (a test runs
 // in its package's directory), or "".
 func findDotEnv(dir string) string {
+	root := moduleRoot(dir)
+	if root == "" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(root, ".env")); err != nil {
+		return ""
+	}
+	return filepath.Join(root, ".env")
+}
+
+// moduleRoot returns the directory of the go.mod that holds dir, or "".
+func moduleRoot(dir string) string {
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, ".env")); err == nil {
-				return filepath.Join(dir, ".env")
-			}
-			return ""
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

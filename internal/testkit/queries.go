@@ -37,18 +37,13 @@ func (q Query) Note(label string) (string, bool) {
 // them here, so the comment's format is parsed in one place.
 func Queries(t testing.TB) []Query {
 	t.Helper()
-	dir, err := os.Getwd()
+	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod above the test's directory: db/queries not found")
-		}
-		dir = filepath.Dir(dir)
+	dir := moduleRoot(wd)
+	if dir == "" {
+		t.Fatal("no go.mod above the test's directory: db/queries not found")
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "db", "queries", "*.sql"))
 	if err != nil || len(files) == 0 {
