@@ -98,13 +98,15 @@ type corruption struct {
 }
 
 // checkCorruptions reads the corruption of each Check… statement of
-// db/queries/*.sql, by the statement's name: the "-- Corruption:" line and
-// the comment lines indented under it ("--  "), and the "-- Finds:" line.
+// db/queries/*.sql, by the kind it checks (store.CheckKind): the
+// "-- Corruption:" line and the comment lines indented under it ("--  "),
+// and the "-- Finds:" line.
 func checkCorruptions(t *testing.T) map[string]corruption {
 	t.Helper()
 	out := map[string]corruption{}
 	for _, q := range testkit.Queries(t) {
-		if !strings.HasPrefix(q.Name, "Check") {
+		kind, ok := store.CheckKind(q.Name)
+		if !ok {
 			continue
 		}
 		var c corruption
@@ -119,21 +121,9 @@ func checkCorruptions(t *testing.T) map[string]corruption {
 				inSQL = false
 			}
 		}
-		out[q.Name] = c
+		out[kind] = c
 	}
 	return out
-}
-
-// queryName is the name of a kind's statement: negative_stock is
-// CheckNegativeStock.
-func queryName(kind string) string {
-	name := "Check"
-	for _, w := range strings.Split(kind, "_") {
-		if w != "" {
-			name += strings.ToUpper(w[:1]) + w[1:]
-		}
-	}
-	return name
 }
 
 // TestCheckFindsEachCorruption: for every kind of finding, a sound database
@@ -148,9 +138,9 @@ func TestCheckFindsEachCorruption(t *testing.T) {
 	t.Parallel()
 	corruptions := checkCorruptions(t)
 	for _, kind := range store.CheckKinds() {
-		c := corruptions[queryName(kind)]
+		c := corruptions[kind]
 		if c.sql == "" || c.finds == "" {
-			t.Errorf("kind %q has no corruption: its statement %s needs a -- Corruption: and a -- Finds: line in its comment", kind, queryName(kind))
+			t.Errorf("kind %q has no corruption: its Check… statement needs a -- Corruption: and a -- Finds: line in its comment", kind)
 			continue
 		}
 		t.Run(kind, func(t *testing.T) {

@@ -49,11 +49,16 @@ type check struct {
 // checkPrefix names the generated methods that are checks.
 const checkPrefix = "Check"
 
-// isCheck says whether a generated method's name is a check's: Check, then
-// the kind in CamelCase (CheckNegativeStock). CheckoutCart is not a check.
-func isCheck(name string) bool {
+// CheckKind gives the kind of finding that the statement (or generated
+// method) of that name checks: Check, then the kind in CamelCase
+// (CheckNegativeStock checks negative_stock). It is false for a statement
+// that is no check, CheckoutCart or OrderGet.
+func CheckKind(name string) (string, bool) {
 	rest, ok := strings.CutPrefix(name, checkPrefix)
-	return ok && rest != "" && unicode.IsUpper(rune(rest[0]))
+	if !ok || rest == "" || !unicode.IsUpper(rune(rest[0])) {
+		return "", false
+	}
+	return snake(rest), true
 }
 
 // checksOf finds the checks among the methods of q (a *dbsqlc.Queries),
@@ -75,10 +80,11 @@ func checksOf(q any) ([]check, error) {
 		if name == checkPrefix {
 			return nil, fmt.Errorf("%s names no kind: Check<Kind>, e.g. CheckNegativeStock", name)
 		}
-		if !isCheck(name) {
+		kind, ok := CheckKind(name)
+		if !ok {
 			continue
 		}
-		c := check{kind: snake(strings.TrimPrefix(name, checkPrefix))}
+		c := check{kind: kind}
 		switch f := v.Method(i).Interface().(type) {
 		case func(context.Context, dbsqlc.DBTX) ([]string, error):
 			c.find = func(ctx context.Context, db dbsqlc.DBTX, _ CheckOptions) ([]string, error) { return f(ctx, db) }
