@@ -187,8 +187,14 @@ func (c *conformance) seen(res *httpkit.Response) {
 // want fails unless res has status and, for a problem, code.
 func (c *conformance) want(res *httpkit.Response, status int, code string) *httpkit.Response {
 	c.t.Helper()
+	return c.wantAs("the request", res, status, code)
+}
+
+// wantAs is want, naming the case in its failure.
+func (c *conformance) wantAs(what string, res *httpkit.Response, status int, code string) *httpkit.Response {
+	c.t.Helper()
 	if res.Status != status || res.Code() != code {
-		c.t.Errorf("answer %d %s, want %d %q", res.Status, res.Body, status, code)
+		c.t.Errorf("%s: answered %d %s, want %d %q", what, res.Status, res.Body, status, code)
 	}
 	return res
 }

@@ -148,15 +148,6 @@ func notAllowed(c *conformance, route string, methods []string) {
 	}
 }
 
-// wantAs is want, naming the case.
-func (c *conformance) wantAs(what string, res *httpkit.Response, status int, code string) *httpkit.Response {
-	c.t.Helper()
-	if res.Status != status || res.Code() != code {
-		c.t.Errorf("%s: answered %d %s, want %d %q", what, res.Status, res.Body, status, code)
-	}
-	return res
-}
-
 // idAt gives the index of the {id} segment of a route.
 func idAt(route string) (int, bool) {
 	i := slices.Index(strings.Split(route, "/"), "{id}")
