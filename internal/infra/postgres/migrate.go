@@ -133,11 +133,37 @@ func migrateUpOnce(ctx context.Context, p *goose.Provider, conn dbsqlc.DBTX, s S
 		if err != nil {
 			return res, err
 		}
-		return res, fmt.Errorf("%w: migration %s is a contract migration: it needs every binary older than schema %d stopped, and %s; "+
-			"roll every replica to this release, then run `api migrate up` again (or `api migrate up --force-contract` to apply it anyway)",
-			ErrOlderBinaries, path.Base(st.Source.Path), v, describeSessions(older))
+		return res, contractRefused(s, path.Base(st.Source.Path), v, older)
 	}
 	return upTo(ctx, p, math.MaxInt64)
+}
+
+// contractRefused is MigrateUp's answer when contract migration v (file
+// name) waits for the older sessions to stop: what to do next. When this
+// release also has expand migrations after v, rolling the replicas to it
+// cannot work (they need those migrations to turn ready, and those apply
+// only after v), and the answer names the upgrade stop instead.
+func contractRefused(s Schema, name string, v int64, older map[string]int64) error {
+	later := s.ExpandAfter(v)
+	if len(later) == 0 {
+		return fmt.Errorf("%w: migration %s is a contract migration: it needs every binary older than schema %d stopped, and %s; "+
+			"roll every replica to this release, then run `api migrate up` again (or `api migrate up --force-contract` to apply it anyway)",
+			ErrOlderBinaries, name, v, describeSessions(older))
+	}
+	return fmt.Errorf("%w: migration %s is a contract migration: it needs every binary older than schema %d stopped, and %s; "+
+		"this release cannot serve before it runs, since it needs the expand migrations %s, which come after it: "+
+		"this database must first be upgraded to the release that added %s and contracted, an upgrade stop (docs/migrations.md), "+
+		"or every older replica stopped and `api migrate up --force-contract` run",
+		ErrOlderBinaries, name, v, describeSessions(older), versionList(later), name)
+}
+
+// versionList spells versions as migration numbers: "00009, 00010".
+func versionList(vs []int64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%05d", v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func upTo(ctx context.Context, p *goose.Provider, v int64) ([]*goose.MigrationResult, error) {

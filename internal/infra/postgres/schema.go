@@ -76,6 +76,22 @@ func EmbeddedSchema() (Schema, error) {
 // IsContract says whether migration v is marked as a contract migration.
 func (s Schema) IsContract(v int64) bool { return s.contract[v] }
 
+// ExpandAfter lists the expand migrations after v. When v is a contract
+// migration that cannot run yet, they are why this release cannot serve:
+// it needs them (Required), and they apply only after v, which waits for
+// the release before v to stop. Such a release is an upgrade stop
+// (docs/migrations.md): a database before v is upgraded through the
+// release that added v first.
+func (s Schema) ExpandAfter(v int64) []int64 {
+	var out []int64
+	for _, w := range s.versions {
+		if w > v && !s.contract[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 func isContract(body []byte) bool {
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	for sc.Scan() {
