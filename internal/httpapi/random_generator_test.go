@@ -32,11 +32,11 @@ type generator struct {
 	routes   []route
 	mu       sync.Mutex
 	// known are ids by collection ("products", "orders", "actors"): the
-	// seeded ones, then each one a write created or changed, as it did
-	// (learn), so that the orders placed go on to the operations that act
-	// on an order.
+	// seeded ones, then each one a write created or changed, requests.http's
+	// first, as it did (learn), so that the orders placed go on to the
+	// operations that act on an order.
 	known  map[string][]string
-	seeded int // how many ids of each collection were known before the run
+	seeded int // how many ids of each collection newGenerator made itself, first
 	// etags are the last ETag seen of each resource (/v1/orders/<id>).
 	etags map[string]string
 }
@@ -194,9 +194,9 @@ func (g *generator) path(rng *rand.Rand, route string) string {
 	return strings.Join(parts, "/")
 }
 
-// knownID is a known id of collection: one of those known before the run
-// if seeded (the products stocked for every order), else a third of the
-// time one of those, a third of the time one of the last written, or a
+// knownID is a known id of collection: one of those newGenerator made
+// itself if seeded (the products stocked for every order), else a third of
+// the time one of those, a third of the time one of the last written, or a
 // random one when none is known.
 func (g *generator) knownID(rng *rand.Rand, collection string, seeded bool) string {
 	g.mu.Lock()

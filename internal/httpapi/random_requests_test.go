@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,11 +32,13 @@ import (
 // from each other's answers, so a run is not replayed exactly) on every
 // operation of the table, with bodies made from the document
 // (random_generator_test.go), to the running service, as several clients at
-// once, and checks the contract's promise that no input a caller sends
-// answers 5xx, that every error is a problem document, and that nothing is
-// left half-written: every change has its event, every order its lines and
-// total, every seeded product's stock its adjustments and orders, and no
-// idempotency record is left in progress (ADR 0010).
+// once, from the state requests.http's flow leaves (newGenerator), and
+// checks the contract's promise that no input a caller sends answers 5xx,
+// that every error is a problem document, and that nothing is left
+// half-written: every change has its event, every order its lines and
+// total, the stock of every product newGenerator made or requests.http
+// created its adjustments and orders, and no idempotency record is left in
+// progress (ADR 0010).
 func TestRandomRequestsNeverAnswer5xx(t *testing.T) {
 	t.Parallel()
 	seed := uint64(20261203)
@@ -229,18 +232,31 @@ func (g *generator) reached(succeeded map[string]int) string {
 	return strings.Join(out, " ")
 }
 
-// newGenerator makes what the requests act on: the callers, actors to deactivate,
-// three products stocked for every order (their initial stock returned),
-// three orders, the last paid in full and cancelled so that refunds have
-// one to act on from the start.
+// newGenerator makes what the requests act on: the callers, actors to
+// deactivate, three products stocked for every order and an order of each;
+// then, with no seed of its own for any operation, the state the documented
+// flow leaves: it sends every request of requests.http once, in order
+// (runRequestsFile, without the README's calls that
+// TestRequestsFileRunsTopToBottom sends first: the file promises to run on
+// a fresh stack), and learns from each success as from a random one
+// (generator.learn), so that the products and orders the file writes, and
+// their ETags, are known from the first request. That is the state the file
+// ends in, not each one it passes through: it refunds its cancelled order in
+// full, so a refund that succeeds acts on an order the random requests paid
+// and cancelled themselves. The file's Alice is the generator's customer, so
+// that the random requests act on her orders as their owner; its Bob is the
+// customer to deactivate. The initial stock returned is that of the three
+// products and of each one the file created (the stock its creation sent):
+// the end-of-run checks hold each of them to its adjustments and orders.
 func newGenerator(t *testing.T, e *httpkit.Env) (*generator, map[string]int64) {
 	t.Helper()
+	bob := e.NewCustomer(0)
 	g := &generator{
 		staff:    e.Staff.Token,
 		customer: e.NewCustomer(1_000_000_00),
 		routes:   tableRoutes(t),
 		// Actors to deactivate: neither a caller nor the last staff.
-		known:  map[string][]string{"actors": {e.NewCustomer(0).ID, e.NewStaff().ID}},
+		known:  map[string][]string{"actors": {bob.ID, e.NewStaff().ID}},
 		seeded: 3,
 		etags:  map[string]string{},
 	}
@@ -255,12 +271,19 @@ func newGenerator(t *testing.T, e *httpkit.Env) (*generator, map[string]int64) {
 		}
 		g.known["orders"] = append(g.known["orders"], o.String("id"))
 	}
-	refundable := "/v1/orders/" + g.known["orders"][2]
-	if pay := e.Do("POST", refundable+"/payments", g.customer.Token, map[string]int{"amount_cents": 250}, "Idempotency-Key", "seed-payment"); pay.Status != http.StatusCreated {
-		t.Fatalf("seed payment: %d %s", pay.Status, pay.Body)
-	}
-	if cancel := e.Do("POST", refundable+"/cancel", g.customer.Token, nil, "If-Match", `"v2"`); cancel.Status != http.StatusOK {
-		t.Fatalf("seed cancellation: %d %s", cancel.Status, cancel.Body)
+	vars, reqs := fileVars(t, e, g.customer.Token, bob.ID)
+	for _, s := range runRequestsFile(t, newConformance(t, e), vars, reqs, 1) {
+		if s.res.Status < 200 || s.res.Status >= 300 {
+			continue
+		}
+		g.learn(randomRequest{method: s.method, path: s.path}, s.res.Header)
+		if s.method == http.MethodPost && s.path == "/v1/products" {
+			var created struct{ Stock int64 }
+			if err := json.Unmarshal([]byte(s.body), &created); err != nil {
+				t.Fatalf("requests.http:%d: %v", s.line, err)
+			}
+			initial[s.res.String("id")] = created.Stock
+		}
 	}
 	return g, initial
 }
