@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -241,9 +242,9 @@ func (g *generator) reached(succeeded map[string]int) string {
 // a fresh stack), and learns from each success as from a random one
 // (generator.learn), so that the products and orders the file writes, and
 // their ETags, are known from the first request. That is the state the file
-// ends in, not each one it passes through: it refunds its cancelled order in
-// full, so a refund that succeeds acts on an order the random requests paid
-// and cancelled themselves. The file's Alice is the generator's customer, so
+// ends in, not each one it passes through, so an operation that needs a
+// resource in some state has its examples leave one there (the refund's
+// leave a cancelled order with 75 cents still refundable). The file's Alice is the generator's customer, so
 // that the random requests act on her orders as their owner; its Bob is the
 // customer to deactivate. The initial stock returned is that of the three
 // products and of each one the file created (the stock its creation sent):
@@ -339,14 +340,15 @@ func send(e *httpkit.Env, r randomRequest) (int, http.Header, []byte, error) {
 }
 
 // badFraming says whether net/http refuses the request before any handler:
-// a control character in its path or in a header value (one that is not a
-// tab). It then answers 400 and closes the connection without reading the
-// body.
+// a path that does not parse as a request URI (a bad escape such as %ZZ)
+// or holds a control character, or a control character (not a tab) in a
+// header value. It then answers 400 and closes the connection without
+// reading the body.
 func (r randomRequest) badFraming() bool {
 	ctl := func(s string) bool {
 		return strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 && c != '\t' || c == 0x7f })
 	}
-	if ctl(r.path) {
+	if _, err := url.ParseRequestURI(r.path); err != nil || ctl(r.path) {
 		return true
 	}
 	for _, vs := range r.header {
