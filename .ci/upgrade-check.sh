@@ -8,24 +8,65 @@
 # variant (the unsafe 00005 of .ci/upgrade/testdata) must miss one.
 # Needs TEST_DATABASE_URL (a superuser connection string) and this clone's
 # history back to the previous release (UPGRADE_FROM overrides it).
+#
+# An upgrade stop (docs/migrations.md) is upgraded through, as an operator
+# would: when this tree has an expand migration after a contract migration
+# that a starting release lacks, the test runs one hop per stop (-to the
+# commit before that expand migration was added), then the last hop to this
+# tree. Each hop is a full upgrade test; the naive variant's unsafe 00005
+# applies in the first hop, so it runs only that one.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 budget=${UPGRADE_BUDGET:-360}
 : "${TEST_DATABASE_URL:?set TEST_DATABASE_URL to a superuser connection string}"
-from=()
-[ -z "${UPGRADE_FROM:-}" ] || from=(-from "$UPGRADE_FROM")
 bin=$(mktemp -d /tmp/ordersvc-upgrade-bin.XXXXXX)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/upgrade" ./.ci/upgrade/main.go
 start=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - start) )); }
 
+# stops FROM prints the upgrade stops between release FROM and this tree,
+# oldest first: for each contract migration here that FROM lacks and that
+# an expand migration follows, the commit before the first such expand
+# migration was added.
+stops() {
+	local have c m next added
+	have=$(git ls-tree --name-only "$1" db/migrations/ | xargs -r -n1 basename)
+	for c in $(grep -l '^-- contract:' db/migrations/*.sql | xargs -n1 basename | sort); do
+		grep -qxF "$c" <<<"$have" && continue
+		next=
+		for m in $(ls db/migrations/ | sort); do
+			[[ "$m" > "$c" ]] && ! grep -q '^-- contract:' "db/migrations/$m" && { next=$m; break; }
+		done
+		[ -n "$next" ] || continue
+		added=$(git log --diff-filter=A --format=%H -- "db/migrations/$next" | tail -n 1)
+		[ -n "$added" ] || { echo "cannot find the commit that added $next: clone with its history" >&2; exit 1; }
+		git rev-parse --short "$added^"
+	done | awk '!seen[$0]++'
+}
+
+# upgrade VARIANT FROM: the upgrade test from FROM ("" for its default
+# release) to this tree, through each upgrade stop; the naive variant runs
+# the first hop only.
+upgrade() {
+	local variant=$1 prev=$2 stop
+	local default
+	default=$(git log --diff-filter=A --format=%H -- db/migrations/00005_actor_balance.sql | tail -n 1)^
+	for stop in $(stops "${prev:-$default}"); do
+		echo "--- upgrade stop: ${prev:-$default} to $stop"
+		timeout -k 10 "$(left)" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -to "$stop" -phase 2s || return
+		[ "$variant" = fixed ] || return 0
+		prev=$stop
+	done
+	timeout -k 10 "$(left)" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -phase 2s
+}
+
 echo "--- fixed procedure (must meet every goal)"
-timeout -k 10 "$(left)" "$bin/upgrade" -variant fixed "${from[@]}" -phase 2s
+upgrade fixed "${UPGRADE_FROM:-}"
 
 echo "--- naive variant: the unsafe 00005 (must miss a goal)"
 set +e
-timeout -k 10 "$(left)" "$bin/upgrade" -variant naive "${from[@]}" -phase 2s
+upgrade naive "${UPGRADE_FROM:-}"
 status=$?
 set -e
 if [ "$status" -eq 0 ]; then
@@ -40,9 +81,9 @@ echo "naive variant failed, as it must (exit $status)"
 
 echo "--- the round-1 release (505207a, schema 00003) to this one (must meet every goal)"
 git cat-file -e 505207a^{commit} 2>/dev/null || { echo "505207a is not in this clone: clone with its history" >&2; exit 1; }
-timeout -k 10 "$(left)" "$bin/upgrade" -variant fixed -from 505207a -phase 2s
+upgrade fixed 505207a
 echo "--- the previous landed release (35cbd62, schema 00006) to this one (must meet every goal)"
 git cat-file -e 35cbd62^{commit} 2>/dev/null || { echo "35cbd62 is not in this clone: clone with its history" >&2; exit 1; }
-timeout -k 10 "$(left)" "$bin/upgrade" -variant fixed -from 35cbd62 -phase 2s
+upgrade fixed 35cbd62
 
 echo "upgrade check done in $(( $(date +%s) - start ))s"

@@ -5,7 +5,11 @@
 // up` again for the contract migrations, and then counts what the clients
 // saw and what the database holds. It exits 1 when a goal is missed.
 //
-//	go run ./.ci/upgrade/main.go -admin postgres://postgres@127.0.0.1:5432/postgres [-from COMMIT] [-variant fixed|naive]
+//	go run ./.ci/upgrade/main.go -admin postgres://postgres@127.0.0.1:5432/postgres [-from COMMIT] [-to COMMIT] [-variant fixed|naive]
+//
+// -to builds the new release from a commit instead of this tree: one hop of
+// an upgrade through an upgrade stop (docs/migrations.md), which
+// .ci/upgrade-check.sh finds and runs hop by hop.
 //
 // -variant naive builds the new binary with the unsafe 00005 kept in
 // .ci/upgrade/testdata (one transaction that locks orders, then actors, and
@@ -40,6 +44,7 @@ import (
 var (
 	admin    = flag.String("admin", os.Getenv("TEST_DATABASE_URL"), "superuser connection string of a PostgreSQL 14 or later")
 	from     = flag.String("from", "", "commit of the previous release [the parent of the commit that added db/migrations/00005_actor_balance.sql]")
+	to       = flag.String("to", "", "commit of the new release [this tree]")
 	variant  = flag.String("variant", "fixed", "fixed: this tree; naive: this tree with the unsafe 00005 of .ci/upgrade/testdata")
 	phase    = flag.Duration("phase", 3*time.Second, "how long the load runs between two steps")
 	clients  = flag.Int("clients", 8, "concurrent clients, one customer each")
@@ -89,14 +94,29 @@ func run() error {
 	if err := buildAt(root, *from, filepath.Join(tmp, "old"), oldBin); err != nil {
 		return err
 	}
-	step("build the new binary (%s)", *variant)
+	toName := "this tree"
+	if *to != "" {
+		if _, err := gitOut("cat-file", "-e", *to+"^{commit}"); err != nil {
+			return fmt.Errorf("commit %s is not in this clone (fetch more history, e.g. git fetch --unshallow): %v", *to, err)
+		}
+		toName, _ = gitOut("rev-parse", "--short", *to)
+	}
+	step("build the new binary (%s, %s)", toName, *variant)
 	newBin := filepath.Join(tmp, "api-new")
 	src := root
-	if *variant == "naive" {
+	switch {
+	case *to != "":
+		src = filepath.Join(tmp, "new")
+		if err := extractAt(root, *to, src); err != nil {
+			return err
+		}
+	case *variant == "naive":
 		src = filepath.Join(tmp, "naive")
 		if err := copyTree(root, src); err != nil {
 			return err
 		}
+	}
+	if *variant == "naive" {
 		unsafe, err := os.ReadFile(filepath.Join(root, ".ci/upgrade/testdata/00005_actor_balance_unsafe.sql"))
 		if err != nil {
 			return err
@@ -112,7 +132,7 @@ func run() error {
 	}
 
 	ctx := context.Background()
-	dbName := "ordersvc_upgrade_" + *variant + "_" + fromSHA
+	dbName := "ordersvc_upgrade_" + *variant + "_" + fromSHA + "_" + strings.ReplaceAll(toName, " ", "_")
 	dbURL, err := freshDatabase(ctx, *admin, dbName)
 	if err != nil {
 		return err
@@ -222,7 +242,7 @@ func run() error {
 		checkExit = 1
 	}
 	maxWait := max(mig1.maxLockWait, mig2.maxLockWait)
-	fmt.Printf("\nupgrade %s from %s (%s):\n", *variant, fromSHA, strings.TrimSpace(mig1.summary()+" "+mig2.summary()))
+	fmt.Printf("\nupgrade %s from %s to %s (%s):\n", *variant, fromSHA, toName, strings.TrimSpace(mig1.summary()+" "+mig2.summary()))
 	fmt.Printf("  requests               %d (%d clients)\n", st.requests.Load(), *clients)
 	fmt.Printf("  by status              %s\n", st.byStatus())
 	fmt.Printf("  non-2xx other than 409/422/503: %d; 503 with Retry-After (retried with the same key): %d, without: %d; transport errors retried: %d\n",
@@ -267,8 +287,16 @@ func gitOut(args ...string) (string, error) {
 }
 
 // buildAt builds cmd/api of commit into bin from a copy of its tree
-// (git archive), leaving the clone's worktrees alone.
+// (extractAt), leaving the clone's worktrees alone.
 func buildAt(root, commit, dir, bin string) error {
+	if err := extractAt(root, commit, dir); err != nil {
+		return err
+	}
+	return goBuild(dir, bin)
+}
+
+// extractAt writes commit's tree into dir (git archive).
+func extractAt(root, commit, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -276,7 +304,7 @@ func buildAt(root, commit, dir, bin string) error {
 	if out, err := archive.CombinedOutput(); err != nil {
 		return fmt.Errorf("git archive %s: %v\n%s", commit, err, out)
 	}
-	return goBuild(dir, bin)
+	return nil
 }
 
 func goBuild(dir, bin string) error {
