@@ -82,6 +82,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	defer d.sink.close()
 	d.metrics.running.Set(1)
 	defer d.metrics.running.Set(0)
+	d.logStart()
+	reap := d.reaper()
+	maintenance.Loop(ctx, func(ctx context.Context) time.Duration {
+		reap(ctx)
+		return d.round(ctx)
+	})
+	d.log.Info("outbox dispatcher stopped")
+}
+
+// logStart says where the events go, and warns when they go unsigned.
+func (d *Dispatcher) logStart() {
 	where := d.cfg.WebhookURL
 	if where == "" {
 		where = "the log (OUTBOX_WEBHOOK_URL=log: events are marked delivered, never sent)"
@@ -91,25 +102,37 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	if d.cfg.WebhookURL != "" && len(d.cfg.Secrets) == 0 {
 		d.log.Warn("outbox deliveries are unsigned: set OUTBOX_WEBHOOK_SECRET so that the receiver can refuse forged or replayed events")
 	}
-	reapEvery := max(d.cfg.ClaimTimeout/4, d.cfg.PollInterval)
-	var lastReap time.Time
-	maintenance.Loop(ctx, func(ctx context.Context) time.Duration {
-		if time.Since(lastReap) >= reapEvery {
-			if _, err := d.Reap(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("outbox reaper", "err", err)
-			}
-			lastReap = time.Now()
+}
+
+// reaper returns a round's first step: Reap, at most once per quarter of
+// ClaimTimeout (and never more often than PollInterval), so that a claim
+// whose dispatcher died is released well before another would time out.
+func (d *Dispatcher) reaper() func(context.Context) {
+	every := max(d.cfg.ClaimTimeout/4, d.cfg.PollInterval)
+	var last time.Time
+	return func(ctx context.Context) {
+		if time.Since(last) < every {
+			return
 		}
-		r, err := d.dispatch(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("outbox dispatch", "err", err)
+		if _, err := d.Reap(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("outbox reaper", "err", err)
 		}
-		if err == nil && r.claimed == d.cfg.BatchSize && !r.cut {
-			return 0 // a full batch went out: more may be due
-		}
-		return d.cfg.PollInterval
-	})
-	d.log.Info("outbox dispatcher stopped")
+		last = time.Now()
+	}
+}
+
+// round claims and delivers one batch and says when the next is due: at
+// once after a full batch that went out whole (more may be due), else after
+// PollInterval.
+func (d *Dispatcher) round(ctx context.Context) time.Duration {
+	r, err := d.dispatch(ctx)
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("outbox dispatch", "err", err)
+	}
+	if err == nil && r.claimed == d.cfg.BatchSize && !r.cut {
+		return 0
+	}
+	return d.cfg.PollInterval
 }
 
 // Delivery is one claimed outbox event on its way to the receiver: the
