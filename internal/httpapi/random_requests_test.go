@@ -235,20 +235,19 @@ func (g *generator) reached(succeeded map[string]int) string {
 
 // newGenerator makes what the requests act on: the callers, actors to
 // deactivate, three products stocked for every order and an order of each;
-// then, with no seed of its own for any operation, the state the documented
-// flow leaves: it sends every request of requests.http once, in order
-// (runRequestsFile, without the README's calls that
-// TestRequestsFileRunsTopToBottom sends first: the file promises to run on
-// a fresh stack), and learns from each success as from a random one
-// (generator.learn), so that the products and orders the file writes, and
-// their ETags, are known from the first request. That is the state the file
-// ends in, not each one it passes through, so an operation that needs a
-// resource in some state has its examples leave one there (the refund's
-// leave a cancelled order with 75 cents still refundable). The file's Alice is the generator's customer, so
-// that the random requests act on her orders as their owner; its Bob is the
-// customer to deactivate. The initial stock returned is that of the three
-// products and of each one the file created (the stock its creation sent):
-// the end-of-run checks hold each of them to its adjustments and orders.
+// then the state the documented flow leaves, with no seed of its own for any
+// operation. It sends requests.http once, in order (runRequestsFile; without
+// the README's calls, since the file promises to run on a fresh stack), and
+// learns from each success as from a random one (generator.learn), so the
+// products, orders and ETags the file wrote are known from the first
+// request. It is the state the file ends in, not each one it passes
+// through: an operation that needs a resource in some state has its
+// examples leave one there (the refund's leave a cancelled order with 75
+// cents to refund). The file's Alice is the generator's customer, so the
+// random requests act on her orders as their owner; its Bob is the customer
+// to deactivate. The initial stock returned is that of the three products
+// and of each one the file created (the stock its creation sent): the
+// end-of-run checks hold each to its adjustments and orders.
 func newGenerator(t *testing.T, e *httpkit.Env) (*generator, map[string]int64) {
 	t.Helper()
 	bob := e.NewCustomer(0)
