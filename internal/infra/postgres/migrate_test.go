@@ -324,13 +324,25 @@ func migrateBehindWriter(t *testing.T, url string, migrator *goose.Provider, v i
 	done := make(chan error, 1)
 	go func() { _, err := migrator.UpTo(migrating, v); done <- err }()
 
-	select {
-	case err = <-done:
-	case <-time.After(5 * time.Second):
-		t.Logf("%05d waits for a writer's transaction to end", v)
-		writersGoOn(t, url, v, lockAll)
-		_ = holder.Rollback(ctx)
-		err = <-done
+	// The migration ends (applied, or given up on its lock_timeout), or is
+	// seen waiting for the holder's transaction itself, as CREATE INDEX
+	// CONCURRENTLY does once it has its table lock; then writers must go on.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case err = <-done:
+			break wait
+		case <-tick.C:
+			if waitsForATransaction(t, conn) {
+				t.Logf("%05d waits for a writer's transaction to end", v)
+				writersGoOn(t, url, v, lockAll)
+				_ = holder.Rollback(ctx)
+				err = <-done
+				break wait
+			}
+		}
 	}
 	_ = holder.Rollback(ctx)
 	if err == nil {
@@ -371,6 +383,20 @@ func writersGoOn(t *testing.T, url string, v int64, lockAll string) {
 	if err != nil {
 		t.Errorf("migration %05d, waiting for a transaction that held its tables, kept another writer waiting: %v", v, err)
 	}
+}
+
+// waitsForATransaction says whether a session of conn's database waits
+// for another transaction to end (a virtualxid or transactionid lock), not
+// for a table lock, which a migration's lock_timeout ends.
+func waitsForATransaction(t *testing.T, conn *pgx.Conn) bool {
+	t.Helper()
+	var waiting bool
+	if err := conn.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE NOT l.granted AND l.locktype IN ('virtualxid', 'transactionid')
+		  AND a.datname = current_database() AND a.pid <> pg_backend_pid())`).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	return waiting
 }
 
 // schemaDigest lists the application's tables, columns, constraints,
