@@ -48,22 +48,16 @@ func EmbeddedSchema() (Schema, error) {
 	}
 	s := Schema{contract: map[int64]bool{}}
 	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".sql") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
 			continue
 		}
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil {
-			return Schema{}, fmt.Errorf("migration %s: no version prefix", name)
-		}
-		body, err := db.Migrations.ReadFile(path.Join("migrations", name))
+		v, contract, err := readMigration(e.Name())
 		if err != nil {
 			return Schema{}, err
 		}
 		s.versions = append(s.versions, v)
 		s.Built = max(s.Built, v)
-		if isContract(body) {
+		if contract {
 			s.contract[v] = true
 		} else {
 			s.Required = max(s.Required, v)
@@ -71,6 +65,22 @@ func EmbeddedSchema() (Schema, error) {
 	}
 	slices.Sort(s.versions)
 	return s, nil
+}
+
+// readMigration reads the embedded migration name: its version (the
+// number before the first "_") and whether it is marked as a contract
+// migration.
+func readMigration(name string) (version int64, contract bool, err error) {
+	num, _, ok := strings.Cut(name, "_")
+	v, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil {
+		return 0, false, fmt.Errorf("migration %s: no version prefix", name)
+	}
+	body, err := db.Migrations.ReadFile(path.Join("migrations", name))
+	if err != nil {
+		return 0, false, err
+	}
+	return v, isContract(body), nil
 }
 
 // IsContract says whether migration v is marked as a contract migration.
@@ -107,25 +117,9 @@ func isContract(body []byte) bool {
 // goose's version table with goose's own store; a database never migrated
 // misses them all.
 func (s Schema) Missing(ctx context.Context, sqlDB *sql.DB) ([]int64, error) {
-	store, err := database.NewStore(database.DialectPostgres, gooseTable)
+	applied, err := appliedMigrations(ctx, sqlDB)
 	if err != nil {
 		return nil, err
-	}
-	exists := false
-	if ext, ok := store.(database.StoreExtender); ok {
-		if exists, err = ext.TableExists(ctx, sqlDB); err != nil {
-			return nil, err
-		}
-	}
-	applied := map[int64]bool{}
-	if exists {
-		rows, err := store.ListMigrations(ctx, sqlDB)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			applied[r.Version] = r.IsApplied
-		}
 	}
 	var missing []int64
 	for _, v := range s.versions {
@@ -134,6 +128,32 @@ func (s Schema) Missing(ctx context.Context, sqlDB *sql.DB) ([]int64, error) {
 		}
 	}
 	return missing, nil
+}
+
+// appliedMigrations reads goose's version table with goose's own store:
+// whether each version recorded there is applied. A database never
+// migrated has no table, and none.
+func appliedMigrations(ctx context.Context, sqlDB *sql.DB) (map[int64]bool, error) {
+	store, err := database.NewStore(database.DialectPostgres, gooseTable)
+	if err != nil {
+		return nil, err
+	}
+	applied := map[int64]bool{}
+	ext, ok := store.(database.StoreExtender)
+	if !ok {
+		return applied, nil
+	}
+	if exists, err := ext.TableExists(ctx, sqlDB); err != nil || !exists {
+		return applied, err
+	}
+	rows, err := store.ListMigrations(ctx, sqlDB)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		applied[r.Version] = r.IsApplied
+	}
+	return applied, nil
 }
 
 // applicationPrefix is what every connection of this service calls itself.
