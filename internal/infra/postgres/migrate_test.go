@@ -326,7 +326,10 @@ func migrateBehindWriter(t *testing.T, url string, migrator *goose.Provider, v i
 
 	// The migration ends (applied, or given up on its lock_timeout), or is
 	// seen waiting for the holder's transaction itself, as CREATE INDEX
-	// CONCURRENTLY does once it has its table lock; then writers must go on.
+	// CONCURRENTLY does once it has its table lock: then writers must go on.
+	// Seen waiting for a table lock for longer than the rule's lock_timeout
+	// (1 s) allows, by the server's own clock, it has none or a longer one,
+	// and queues every writer behind it.
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 wait:
@@ -335,9 +338,15 @@ wait:
 		case err = <-done:
 			break wait
 		case <-tick.C:
-			if waitsForATransaction(t, conn) {
-				t.Logf("%05d waits for a writer's transaction to end", v)
-				writersGoOn(t, url, v, lockAll)
+			onTransaction, onTable := lockWaits(t, conn)
+			if onTable > 2*time.Second {
+				t.Errorf("migration %05d has waited %s for a table lock behind a writer's transaction: its lock_timeout is missing or over 1 s, and every writer queues behind it (docs/migrations.md)", v, onTable.Round(time.Millisecond))
+			}
+			if onTransaction || onTable > 2*time.Second {
+				if onTransaction {
+					t.Logf("%05d waits for a writer's transaction to end", v)
+					writersGoOn(t, url, v, lockAll)
+				}
 				_ = holder.Rollback(ctx)
 				err = <-done
 				break wait
@@ -385,18 +394,21 @@ func writersGoOn(t *testing.T, url string, v int64, lockAll string) {
 	}
 }
 
-// waitsForATransaction says whether a session of conn's database waits
-// for another transaction to end (a virtualxid or transactionid lock), not
-// for a table lock, which a migration's lock_timeout ends.
-func waitsForATransaction(t *testing.T, conn *pgx.Conn) bool {
+// lockWaits reads what the other sessions of conn's database wait for:
+// whether one waits for another transaction to end (a virtualxid or
+// transactionid lock), and the longest wait for a table lock, which a
+// migration's lock_timeout ends.
+func lockWaits(t *testing.T, conn *pgx.Conn) (onTransaction bool, onTable time.Duration) {
 	t.Helper()
-	var waiting bool
-	if err := conn.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE NOT l.granted AND l.locktype IN ('virtualxid', 'transactionid')
-		  AND a.datname = current_database() AND a.pid <> pg_backend_pid())`).Scan(&waiting); err != nil {
+	var secs float64
+	if err := conn.QueryRow(context.Background(), `SELECT
+		coalesce(bool_or(l.locktype IN ('virtualxid', 'transactionid')), false),
+		coalesce(max(extract(epoch FROM clock_timestamp() - l.waitstart)) FILTER (WHERE l.locktype = 'relation'), 0)
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE NOT l.granted AND a.datname = current_database() AND a.pid <> pg_backend_pid()`).Scan(&onTransaction, &secs); err != nil {
 		t.Fatal(err)
 	}
-	return waiting
+	return onTransaction, time.Duration(secs * float64(time.Second))
 }
 
 // schemaDigest lists the application's tables, columns, constraints,
