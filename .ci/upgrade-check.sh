@@ -23,7 +23,15 @@ bin=$(mktemp -d /tmp/ordersvc-upgrade-bin.XXXXXX)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/upgrade" ./.ci/upgrade/main.go
 start=$(date +%s)
-left() { echo $(( budget - ($(date +%s) - start) )); }
+# left prints the seconds left of the budget, and fails once none are.
+left() {
+	local n=$(( budget - ($(date +%s) - start) ))
+	if [ "$n" -le 0 ]; then
+		echo "the upgrade check ran out of its budget (${budget}s)" >&2
+		return 1
+	fi
+	echo "$n"
+}
 
 # stops FROM prints the upgrade stops between release FROM and this tree,
 # oldest first: for each contract migration here that FROM lacks and that
@@ -31,34 +39,42 @@ left() { echo $(( budget - ($(date +%s) - start) )); }
 # migration was added.
 stops() {
 	local have c m next added
-	have=$(git ls-tree --name-only "$1" db/migrations/ | xargs -r -n1 basename)
-	for c in $(grep -l '^-- contract:' db/migrations/*.sql | xargs -n1 basename | sort); do
+	have=$(git ls-tree --name-only "$1" db/migrations/ | xargs -r -n1 basename) || return 1
+	for c in $(grep -lE '^[[:space:]]*-- contract:' db/migrations/*.sql | xargs -n1 basename | sort); do
 		grep -qxF "$c" <<<"$have" && continue
 		next=
-		for m in $(ls db/migrations/ | sort); do
-			[[ "$m" > "$c" ]] && ! grep -q '^-- contract:' "db/migrations/$m" && { next=$m; break; }
+		for m in $(cd db/migrations && ls -- *.sql | sort); do
+			[[ "$m" > "$c" ]] && ! grep -qE '^[[:space:]]*-- contract:' "db/migrations/$m" && { next=$m; break; }
 		done
 		[ -n "$next" ] || continue
 		added=$(git log --diff-filter=A --format=%H -- "db/migrations/$next" | tail -n 1)
-		[ -n "$added" ] || { echo "cannot find the commit that added $next: clone with its history" >&2; exit 1; }
+		if [ -z "$added" ] || ! git cat-file -e "$added^:db/migrations/$c" 2>/dev/null; then
+			echo "no release between $c and $next in this clone's history (a shallow clone, or both added in one commit)" >&2
+			return 1
+		fi
 		git rev-parse --short "$added^"
 	done | awk '!seen[$0]++'
+	return "${PIPESTATUS[0]}"
 }
 
 # upgrade VARIANT FROM: the upgrade test from FROM ("" for its default
 # release) to this tree, through each upgrade stop; the naive variant runs
-# the first hop only.
+# the first hop only. It returns the upgrade binary's status (1: a goal
+# missed), or 3 when the check itself cannot go on (no history, no budget).
 upgrade() {
-	local variant=$1 prev=$2 stop
-	local default
-	default=$(git log --diff-filter=A --format=%H -- db/migrations/00005_actor_balance.sql | tail -n 1)^
-	for stop in $(stops "${prev:-$default}"); do
-		echo "--- upgrade stop: ${prev:-$default} to $stop"
-		timeout -k 10 "$(left)" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -to "$stop" -phase 2s || return
+	local variant=$1 prev=$2 from list stop budget_left
+	from=${prev:-$(git log --diff-filter=A --format=%H -- db/migrations/00005_actor_balance.sql | tail -n 1)^}
+	[ "$from" != "^" ] || { echo "the commit that added 00005 is not in this clone: clone with its history" >&2; return 3; }
+	list=$(stops "$from") || return 3
+	for stop in $list; do
+		echo "--- upgrade stop: $from to $stop"
+		budget_left=$(left) || return 3
+		timeout -k 10 "$budget_left" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -to "$stop" -phase 2s || return
 		[ "$variant" = fixed ] || return 0
-		prev=$stop
+		prev=$stop from=$stop
 	done
-	timeout -k 10 "$(left)" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -phase 2s
+	budget_left=$(left) || return 3
+	timeout -k 10 "$budget_left" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -phase 2s
 }
 
 echo "--- fixed procedure (must meet every goal)"
@@ -73,8 +89,8 @@ if [ "$status" -eq 0 ]; then
 	echo "the naive variant met every goal: the upgrade test cannot tell the unsafe 00005 from the fixed one" >&2
 	exit 1
 fi
-if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-	echo "the naive variant ran out of the budget (${budget}s)" >&2
+if [ "$status" -ne 1 ]; then
+	echo "the naive variant did not run to its verdict (exit $status; 124 or 137: out of the budget of ${budget}s)" >&2
 	exit 1
 fi
 echo "naive variant failed, as it must (exit $status)"
