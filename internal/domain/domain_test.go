@@ -93,10 +93,14 @@ func TestParseName(t *testing.T) {
 			t.Errorf("ParseName(%.20q…) error %v, want ok=%v", in, err, ok)
 		}
 	}
-	// ParseLine is the same rule at another length.
-	for in, ok := range map[string]bool{strings.Repeat("é", 500): true, strings.Repeat("é", 501): false, "two\nlines": false} {
-		if _, err := domain.ParseLine(in, 500); (err == nil) != ok {
-			t.Errorf("ParseLine(%.20q…, 500) error %v, want ok=%v", in, err, ok)
+}
+
+// TestParseText: ParseName's rule at another length.
+func TestParseText(t *testing.T) {
+	t.Parallel()
+	for in, ok := range map[string]bool{strings.Repeat("é", 500): true, strings.Repeat("é", 501): false, "": false, "two\nlines": false} {
+		if _, err := domain.ParseText(in, 500); (err == nil) != ok {
+			t.Errorf("ParseText(%.20q…, 500) error %v, want ok=%v", in, err, ok)
 		}
 	}
 }

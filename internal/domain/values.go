@@ -59,19 +59,19 @@ func ParseSKU(v string) (SKU, error) {
 	return SKU(v), nil
 }
 
-// ParseName accepts a name or a reason: ParseLine with at most 200
+// ParseName accepts a name or a reason: ParseText with at most 200
 // characters.
-func ParseName(v string) (string, error) { return ParseLine(v, 200) }
+func ParseName(v string) (string, error) { return ParseText(v, 200) }
 
-// ParseLine accepts 1 to max characters of valid UTF-8 text without control
+// ParseText accepts 1 to maxChars characters of valid UTF-8 text without control
 // characters (U+0000 to U+001F, U+007F to U+009F) and not only spaces: one
 // line of text that says something. PostgreSQL refuses U+0000 in text
 // outright (SQLSTATE 22021), and the others would reach logs, terminals and
 // webhook receivers as commands rather than text.
-func ParseLine(v string, max int) (string, error) {
+func ParseText(v string, maxChars int) (string, error) {
 	n := utf8.RuneCountInString(v)
-	if !utf8.ValidString(v) || n < 1 || n > max {
-		return "", fmt.Errorf("must be 1 to %d characters", max)
+	if !utf8.ValidString(v) || n < 1 || n > maxChars {
+		return "", fmt.Errorf("must be 1 to %d characters", maxChars)
 	}
 	for _, r := range v {
 		if unicode.IsControl(r) {

@@ -36,7 +36,7 @@ type generator struct {
 	// first, as it did (learn), so that the orders placed go on to the
 	// operations that act on an order.
 	known  map[string][]string
-	seeded int // how many ids of each collection newGenerator made itself, first
+	seeded int // how many of the first ids of a collection valid bodies draw from: the three products (and orders) newGenerator made itself
 	// etags are the last ETag seen of each resource (/v1/orders/<id>).
 	etags map[string]string
 }

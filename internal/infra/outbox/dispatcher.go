@@ -105,8 +105,9 @@ func (d *Dispatcher) logStart() {
 }
 
 // reaper returns a round's first step: Reap, at most once per quarter of
-// ClaimTimeout (and never more often than PollInterval), so that a claim
-// whose dispatcher died is released well before another would time out.
+// ClaimTimeout (and never more often than PollInterval). Reap releases
+// the claims older than ClaimTimeout, so a claim whose dispatcher died goes
+// back to pending at most a quarter of ClaimTimeout after it expired.
 func (d *Dispatcher) reaper() func(context.Context) {
 	every := max(d.cfg.ClaimTimeout/4, d.cfg.PollInterval)
 	var last time.Time

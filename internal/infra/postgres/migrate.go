@@ -138,8 +138,8 @@ func migrateUpOnce(ctx context.Context, p *goose.Provider, conn dbsqlc.DBTX, s S
 	return upTo(ctx, p, math.MaxInt64)
 }
 
-// contractRefused is MigrateUp's answer when contract migration v (file
-// name) waits for the older sessions to stop: what to do next. When this
+// contractRefused is MigrateUp's answer when contract migration v, named
+// name, waits for the older sessions to stop: what to do next. When this
 // release also has expand migrations after v, rolling the replicas to it
 // cannot work (they need those migrations to turn ready, and those apply
 // only after v), and the answer names the upgrade stop instead.
@@ -152,8 +152,8 @@ func contractRefused(s Schema, name string, v int64, older map[string]int64) err
 	}
 	return fmt.Errorf("%w: migration %s is a contract migration: it needs every binary older than schema %d stopped, and %s; "+
 		"this release cannot serve before it runs, since it needs the expand migrations %s, which come after it: "+
-		"this database must first be upgraded to the release that added %s and contracted, an upgrade stop (docs/migrations.md), "+
-		"or every older replica stopped and `api migrate up --force-contract` run",
+		"this database must first be upgraded to the release that added %s and contracted, an upgrade stop (docs/migrations.md); "+
+		"otherwise stop every older replica (an outage) and run `api migrate up` again",
 		ErrOlderBinaries, name, v, describeSessions(older), versionList(later), name)
 }
 

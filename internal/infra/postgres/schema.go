@@ -72,7 +72,7 @@ func EmbeddedSchema() (Schema, error) {
 // migration.
 func readMigration(name string) (version int64, contract bool, err error) {
 	num, _, ok := strings.Cut(name, "_")
-	v, err := strconv.ParseInt(num, 10, 64)
+	version, err = strconv.ParseInt(num, 10, 64)
 	if !ok || err != nil {
 		return 0, false, fmt.Errorf("migration %s: no version prefix", name)
 	}
@@ -80,7 +80,7 @@ func readMigration(name string) (version int64, contract bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	return v, isContract(body), nil
+	return version, isContract(body), nil
 }
 
 // IsContract says whether migration v is marked as a contract migration.

@@ -27,7 +27,7 @@ func TestContractRefusalNamesTheUpgradeStop(t *testing.T) {
 			[]string{"00008_transition_end.sql", "roll every replica to this release", "2 connected as \"ordersvc serve schema=6\""},
 			[]string{"upgrade stop"}},
 		{"expand migrations follow the contract", []int64{6, 7, 8, 9, 10},
-			[]string{"00008_transition_end.sql", "expand migrations 00009, 00010", "upgrade stop", "--force-contract"},
+			[]string{"00008_transition_end.sql", "expand migrations 00009, 00010", "upgrade stop", "stop every older replica"},
 			[]string{"roll every replica to this release"}},
 	}
 	for _, c := range cases {
