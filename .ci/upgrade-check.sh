@@ -11,9 +11,9 @@
 #
 # An upgrade stop (docs/migrations.md) is upgraded through, as an operator
 # would: when this tree has an expand migration after a contract migration
-# that a starting release lacks, the test runs one hop per stop (-to the
-# commit before that expand migration was added), then the last hop to this
-# tree. Each hop is a full upgrade test; the naive variant's unsafe 00005
+# that a starting release lacks, the test runs one hop per stop (upgrade
+# -stops finds them: the commit before that expand migration was added),
+# then the last hop to this tree. Each hop is a full upgrade test; the naive variant's unsafe 00005
 # applies in the first hop, so it runs only that one.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
@@ -33,45 +33,19 @@ left() {
 	echo "$n"
 }
 
-# stops FROM prints the upgrade stops between release FROM and this tree,
-# oldest first: for each contract migration here that FROM lacks and that
-# an expand migration follows, the commit before the first such expand
-# migration was added.
-stops() {
-	local have c m next added
-	have=$(git ls-tree --name-only "$1" db/migrations/ | xargs -r -n1 basename) || return 1
-	for c in $(grep -lE '^[[:space:]]*-- contract:' db/migrations/*.sql | xargs -n1 basename | sort); do
-		grep -qxF "$c" <<<"$have" && continue
-		next=
-		for m in $(cd db/migrations && ls -- *.sql | sort); do
-			[[ "$m" > "$c" ]] && ! grep -qE '^[[:space:]]*-- contract:' "db/migrations/$m" && { next=$m; break; }
-		done
-		[ -n "$next" ] || continue
-		added=$(git log --diff-filter=A --format=%H -- "db/migrations/$next" | tail -n 1)
-		if [ -z "$added" ] || ! git cat-file -e "$added^:db/migrations/$c" 2>/dev/null; then
-			echo "no release between $c and $next in this clone's history (a shallow clone, or both added in one commit)" >&2
-			return 1
-		fi
-		git rev-parse --short "$added^"
-	done | awk '!seen[$0]++'
-	return "${PIPESTATUS[0]}"
-}
-
 # upgrade VARIANT FROM: the upgrade test from FROM ("" for its default
 # release) to this tree, through each upgrade stop; the naive variant runs
 # the first hop only. It returns the upgrade binary's status (1: a goal
 # missed), or 3 when the check itself cannot go on (no history, no budget).
 upgrade() {
-	local variant=$1 prev=$2 from list stop budget_left
-	from=${prev:-$(git log --diff-filter=A --format=%H -- db/migrations/00005_actor_balance.sql | tail -n 1)^}
-	[ "$from" != "^" ] || { echo "the commit that added 00005 is not in this clone: clone with its history" >&2; return 3; }
-	list=$(stops "$from") || return 3
+	local variant=$1 prev=$2 list stop budget_left
+	list=$("$bin/upgrade" -stops ${prev:+-from "$prev"}) || return 3
 	for stop in $list; do
-		echo "--- upgrade stop: $from to $stop"
+		echo "--- upgrade stop: ${prev:-the release before 00005} to $stop"
 		budget_left=$(left) || return 3
 		timeout -k 10 "$budget_left" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -to "$stop" -phase 2s || return
 		[ "$variant" = fixed ] || return 0
-		prev=$stop from=$stop
+		prev=$stop
 	done
 	budget_left=$(left) || return 3
 	timeout -k 10 "$budget_left" "$bin/upgrade" -variant "$variant" ${prev:+-from "$prev"} -phase 2s

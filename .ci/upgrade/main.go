@@ -8,8 +8,9 @@
 //	go run ./.ci/upgrade/main.go -admin postgres://postgres@127.0.0.1:5432/postgres [-from COMMIT] [-to COMMIT] [-variant fixed|naive]
 //
 // -to builds the new release from a commit instead of this tree: one hop of
-// an upgrade through an upgrade stop (docs/migrations.md), which
-// .ci/upgrade-check.sh finds and runs hop by hop.
+// an upgrade through an upgrade stop (docs/migrations.md). -stops prints
+// the stops between -from and this tree, one commit a line, and exits:
+// .ci/upgrade-check.sh runs one hop to each, then on to this tree.
 //
 // -variant naive builds the new binary with the unsafe 00005 kept in
 // .ci/upgrade/testdata (one transaction that locks orders, then actors, and
@@ -32,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,12 +41,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ordersvc/ordersvc/internal/infra/postgres"
 )
 
 var (
 	admin    = flag.String("admin", os.Getenv("TEST_DATABASE_URL"), "superuser connection string of a PostgreSQL 14 or later")
 	from     = flag.String("from", "", "commit of the previous release [the parent of the commit that added db/migrations/00005_actor_balance.sql]")
 	to       = flag.String("to", "", "commit of the new release [this tree]")
+	stops    = flag.Bool("stops", false, "print the upgrade stops between -from and this tree, one commit a line, and exit")
 	variant  = flag.String("variant", "fixed", "fixed: this tree; naive: this tree with the unsafe 00005 of .ci/upgrade/testdata")
 	phase    = flag.Duration("phase", 3*time.Second, "how long the load runs between two steps")
 	clients  = flag.Int("clients", 8, "concurrent clients, one customer each")
@@ -54,10 +59,99 @@ var (
 
 func main() {
 	flag.Parse()
+	run := run
+	if *stops {
+		run = printStops
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "upgrade:", err)
 		os.Exit(1)
 	}
+}
+
+// resolveFrom sets -from to its default, the parent of the commit that
+// added 00005, and checks that the commit is in this clone.
+func resolveFrom() error {
+	if *from == "" {
+		added, err := addedBy("db/migrations/00005_actor_balance.sql")
+		if err != nil {
+			return fmt.Errorf("%v: pass -from COMMIT", err)
+		}
+		*from = added + "^"
+	}
+	if _, err := gitOut("cat-file", "-e", *from+"^{commit}"); err != nil {
+		return fmt.Errorf("commit %s is not in this clone (fetch more history, e.g. git fetch --unshallow): %v", *from, err)
+	}
+	return nil
+}
+
+// addedBy is the commit that added the files of pathspec, the oldest if
+// several did.
+func addedBy(pathspec string) (string, error) {
+	added, err := gitOut("log", "--diff-filter=A", "--format=%H", "--", pathspec)
+	if err != nil || added == "" {
+		return "", fmt.Errorf("cannot find the commit that added %s in this clone's history (a shallow clone?)", pathspec)
+	}
+	lines := strings.Fields(added)
+	return lines[len(lines)-1], nil
+}
+
+// printStops prints the upgrade stops between -from and this tree
+// (docs/migrations.md), oldest first: for each contract migration of this
+// tree that -from lacks and that an expand migration follows
+// (postgres.Schema, as `api migrate up` reads them), the commit before the
+// first such expand migration was added, which must hold the contract.
+func printStops() error {
+	if err := resolveFrom(); err != nil {
+		return err
+	}
+	schema, err := postgres.EmbeddedSchema()
+	if err != nil {
+		return err
+	}
+	have, err := migrationsAt(*from)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, v := range schema.Contracts() {
+		later := schema.ExpandAfter(v)
+		if have[v] || len(later) == 0 {
+			continue
+		}
+		added, err := addedBy(fmt.Sprintf("db/migrations/%05d_*.sql", later[0]))
+		if err != nil {
+			return err
+		}
+		stop, err := gitOut("rev-parse", "--short", added+"^")
+		if err != nil {
+			return err
+		}
+		if at, err := migrationsAt(stop); err != nil || !at[v] {
+			return fmt.Errorf("no release between %05d and %05d in this clone's history (both added in one commit?)", v, later[0])
+		}
+		if !seen[stop] {
+			seen[stop] = true
+			fmt.Println(stop)
+		}
+	}
+	return nil
+}
+
+// migrationsAt lists the versions of the migrations in commit's tree.
+func migrationsAt(commit string) (map[int64]bool, error) {
+	names, err := gitOut("ls-tree", "--name-only", commit, "db/migrations/")
+	if err != nil {
+		return nil, fmt.Errorf("migrations at %s: %v", commit, err)
+	}
+	out := map[int64]bool{}
+	for _, name := range strings.Fields(names) {
+		num, _, _ := strings.Cut(filepath.Base(name), "_")
+		if v, err := strconv.ParseInt(num, 10, 64); err == nil && strings.HasSuffix(name, ".sql") {
+			out[v] = true
+		}
+	}
+	return out, nil
 }
 
 func run() error {
@@ -68,16 +162,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if *from == "" {
-		added, err := gitOut("log", "--diff-filter=A", "--format=%H", "--", "db/migrations/00005_actor_balance.sql")
-		if err != nil || added == "" {
-			return fmt.Errorf("cannot find the commit that added 00005 in this clone's history (a shallow clone?): pass -from COMMIT")
-		}
-		lines := strings.Fields(added)
-		*from = lines[len(lines)-1] + "^"
-	}
-	if _, err := gitOut("cat-file", "-e", *from+"^{commit}"); err != nil {
-		return fmt.Errorf("commit %s is not in this clone (fetch more history, e.g. git fetch --unshallow): %v", *from, err)
+	if err := resolveFrom(); err != nil {
+		return err
 	}
 	fromSHA, _ := gitOut("rev-parse", "--short", *from)
 	tmp, err := os.MkdirTemp("", "ordersvc-upgrade-")

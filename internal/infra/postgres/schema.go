@@ -86,6 +86,17 @@ func readMigration(name string) (version int64, contract bool, err error) {
 // IsContract says whether migration v is marked as a contract migration.
 func (s Schema) IsContract(v int64) bool { return s.contract[v] }
 
+// Contracts lists the contract migrations, oldest first.
+func (s Schema) Contracts() []int64 {
+	var out []int64
+	for _, v := range s.versions {
+		if s.contract[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // ExpandAfter lists the expand migrations after v. When v is a contract
 // migration that cannot run yet, they are why this release cannot serve:
 // it needs them (Required), and they apply only after v, which waits for
