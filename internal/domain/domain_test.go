@@ -3,11 +3,7 @@ package domain_test
 import (
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -482,40 +478,5 @@ func TestValidationMerge(t *testing.T) {
 	want := []string{"lines[0].quantity", "lines[0]", "sku", "id"}
 	if got := fieldsOf(t, v.Err()); !slices.Equal(got, want) {
 		t.Errorf("fields %q, want %q", got, want)
-	}
-}
-
-// TestCodesListsEveryCode: domain.Codes, which the HTTP layer's checks walk,
-// lists every Code constant declared in errors.go, each once.
-func TestCodesListsEveryCode(t *testing.T) {
-	t.Parallel()
-	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var declared []domain.Code
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range g.Specs {
-			v := spec.(*ast.ValueSpec)
-			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Code" {
-				continue
-			}
-			for _, val := range v.Values {
-				s, err := strconv.Unquote(val.(*ast.BasicLit).Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				declared = append(declared, domain.Code(s))
-			}
-		}
-	}
-	listed := slices.Sorted(slices.Values(domain.Codes))
-	slices.Sort(declared)
-	if len(declared) == 0 || !slices.Equal(listed, declared) {
-		t.Errorf("Codes %v\ndeclared %v", listed, declared)
 	}
 }

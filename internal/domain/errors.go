@@ -6,29 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // Code is the stable, snake_case name of an outcome that a caller can see
-// and switch on. Every code the service answers with is declared here, once;
-// the domain names codes only, and a transport maps each to its own terms
-// (internal/httpapi gives each its one status and documents it).
+// and switch on. Each is declared once, as a constant of this package: here
+// the outcomes that any use case may answer and those of a request that no
+// use case decides; a rule's own code beside the rule that answers it
+// (CodeOverRefund in order.go, CodeCreditLimitExceeded in placement.go, …),
+// as an event type is declared in the file of the use case that appends it.
+// The domain names codes only, and a transport maps each to its own terms:
+// internal/httpapi gives each its one status, and
+// TestEveryCodeHasAStatusAndIsDocumented finds every Code constant in this
+// package's source and fails until the code has a status and is in the
+// OpenAPI document.
 type Code string
 
-// The outcomes of the domain and its use cases.
+// The outcomes that any use case may answer.
 const (
-	CodeValidation          Code = "validation_failed"
-	CodeNotFound            Code = "not_found"
-	CodeVersionConflict     Code = "version_conflict"
-	CodeSKUTaken            Code = "sku_taken"
-	CodeInsufficientStock   Code = "insufficient_stock"
-	CodeCreditLimitExceeded Code = "credit_limit_exceeded"
-	CodeInvalidTransition   Code = "invalid_transition"
-	CodeOverpayment         Code = "overpayment"
-	CodeOverRefund          Code = "over_refund"
-	CodeLastStaff           Code = "last_staff"
-	CodeForbidden           Code = "forbidden"
+	CodeValidation      Code = "validation_failed"
+	CodeNotFound        Code = "not_found"
+	CodeVersionConflict Code = "version_conflict"
+	CodeForbidden       Code = "forbidden"
 )
 
 // The outcomes of a request that no use case decides: how it was sent, who
@@ -46,15 +44,6 @@ const (
 	CodeUnavailable          Code = "unavailable"
 	CodeInternal             Code = "internal"
 )
-
-// Codes lists every code above, for the checks that a transport maps each
-// one.
-var Codes = []Code{
-	CodeValidation, CodeNotFound, CodeVersionConflict, CodeSKUTaken, CodeInsufficientStock,
-	CodeCreditLimitExceeded, CodeInvalidTransition, CodeOverpayment, CodeOverRefund, CodeLastStaff, CodeForbidden,
-	CodeMalformed, CodeTooLarge, CodeUnauthenticated, CodeMethodNotAllowed, CodePreconditionRequired,
-	CodeKeyInvalid, CodeKeyRequired, CodeKeyReused, CodeKeyInProgress, CodeUnavailable, CodeInternal,
-}
 
 // Error is a caller-caused outcome with a stable code and a message that is
 // safe to show to the caller.
@@ -153,26 +142,3 @@ var ErrVersionConflict = &Error{Code: CodeVersionConflict, Detail: "the resource
 // It is the caller's input, so validation_failed, but it also means a rule
 // is missing here: a transport that sees it should log it as a warning.
 var ErrValueRejected = &Error{Code: CodeValidation, Detail: "a value in the request cannot be stored: it is out of range or holds a character the service does not accept"}
-
-// InsufficientStockError says a product has fewer units than a change needs,
-// with the figures. It is a domain error like any other: errors.As finds in
-// it an *Error of code insufficient_stock whose detail is its message, so
-// ErrorCode and every mapping of *Error treat it without a case of its own.
-type InsufficientStockError struct {
-	ProductID uuid.UUID
-	Requested int64
-	Available int64
-}
-
-func (e *InsufficientStockError) Error() string {
-	return fmt.Sprintf("product %s has %d in stock, %d requested", e.ProductID, e.Available, e.Requested)
-}
-
-// As makes errors.As see e as the *Error it stands for.
-func (e *InsufficientStockError) As(target any) bool {
-	de, ok := target.(**Error)
-	if ok {
-		*de = &Error{Code: CodeInsufficientStock, Detail: e.Error()}
-	}
-	return ok
-}

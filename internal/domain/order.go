@@ -7,6 +7,16 @@ import (
 	"github.com/google/uuid"
 )
 
+// The outcomes of the order's rules.
+const (
+	// CodeInvalidTransition: the order's status does not allow the change.
+	CodeInvalidTransition Code = "invalid_transition"
+	// CodeOverpayment: a payment exceeds what is still owed.
+	CodeOverpayment Code = "overpayment"
+	// CodeOverRefund: a refund exceeds what was paid and not yet refunded.
+	CodeOverRefund Code = "over_refund"
+)
+
 // OrderStatus is where an order is in its life: placed, then shipped or
 // cancelled. The zero value is no status; the three statuses are the only values.
 type OrderStatus struct{ name string }

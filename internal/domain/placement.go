@@ -6,6 +6,10 @@ import (
 	"github.com/google/uuid"
 )
 
+// CodeCreditLimitExceeded is the outcome of a placement that would take the
+// customer's outstanding balance past their credit limit.
+const CodeCreditLimitExceeded Code = "credit_limit_exceeded"
+
 // Credit is a customer's credit as read under their row lock: the limit, the
 // maintained outstanding balance (the sum of total - paid over their placed
 // and shipped orders) and whether they may act.

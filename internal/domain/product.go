@@ -1,9 +1,18 @@
 package domain
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+)
+
+// The outcomes of the catalogue's and the stock's rules.
+const (
+	// CodeSKUTaken: a product already has the SKU (a unique key).
+	CodeSKUTaken Code = "sku_taken"
+	// CodeInsufficientStock: a change needs more units than are in stock.
+	CodeInsufficientStock Code = "insufficient_stock"
 )
 
 // MaxStock bounds a product's initial stock.
@@ -133,4 +142,27 @@ func NewStockAdjustment(productID uuid.UUID, delta int64, reason string) (StockA
 	r, err := ParseName(reason)
 	v.Merge("reason", err)
 	return StockAdjustment{ProductID: productID, Delta: delta, Reason: r}, v.Err()
+}
+
+// InsufficientStockError says a product has fewer units than a change needs,
+// with the figures. It is a domain error like any other: errors.As finds in
+// it an *Error of code insufficient_stock whose detail is its message, so
+// ErrorCode and every mapping of *Error treat it without a case of its own.
+type InsufficientStockError struct {
+	ProductID uuid.UUID
+	Requested int64
+	Available int64
+}
+
+func (e *InsufficientStockError) Error() string {
+	return fmt.Sprintf("product %s has %d in stock, %d requested", e.ProductID, e.Available, e.Requested)
+}
+
+// As makes errors.As see e as the *Error it stands for.
+func (e *InsufficientStockError) As(target any) bool {
+	de, ok := target.(**Error)
+	if ok {
+		*de = &Error{Code: CodeInsufficientStock, Detail: e.Error()}
+	}
+	return ok
 }

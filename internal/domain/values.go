@@ -113,6 +113,10 @@ func ParseRole(v string) (Role, error) {
 
 func (r Role) String() string { return r.name }
 
+// CodeLastStaff is the outcome of a change that would leave no active staff
+// member to run the service.
+const CodeLastStaff Code = "last_staff"
+
 // Actor is a caller of the API.
 type Actor struct {
 	ID               uuid.UUID

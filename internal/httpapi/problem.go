@@ -32,9 +32,10 @@ type fieldError struct {
 	Message string `json:"message"`
 }
 
-// statusOf gives each code its one status and title. It is keyed by the
-// code type, and TestEveryCodeHasAStatusAndIsDocumented checks that every
-// code in domain.Codes is here and in the OpenAPI document.
+// statusOf gives each code its one status and title: the one table of every
+// code the service answers with. It is keyed by the code type, and
+// TestEveryCodeHasAStatusAndIsDocumented checks that every Code constant
+// that internal/domain declares is here and in the OpenAPI document.
 var statusOf = map[domain.Code]struct {
 	status int
 	title  string

@@ -17,9 +17,6 @@ import (
 // SQLSTATE codes that the service treats specially.
 const (
 	sqlDataExceptionClass   = "22" // 22001 too long, 22003 out of range, 22021 U+0000 in text, …
-	sqlNotNullViolation     = "23502"
-	sqlUniqueViolation      = "23505"
-	sqlCheckViolation       = "23514"
 	sqlSerializationFailure = "40001"
 	sqlDeadlockDetected     = "40P01"
 	sqlLockNotAvailable     = "55P03"
@@ -34,8 +31,7 @@ const (
 )
 
 // Translate maps driver errors to the errors the application switches on, in
-// one place: unique and check violations, and the charge past a credit
-// limit (a NOT NULL violation, ActorChargeBalance), become domain outcomes, no rows
+// one place, by what PostgreSQL says and never by a table's name: no rows
 // becomes not found, a data exception (class 22: a value the database will
 // not store) in a statement that carries the caller's values becomes
 // domain.ErrValueRejected (never one in the service's own settings, see
@@ -43,8 +39,11 @@ const (
 // overloaded database becomes app.ErrUnavailable, and so does a write that
 // reached a read-only node (25006) during a failover: the primary is
 // elsewhere, or soon will be, so the caller retries, as after a dropped
-// connection (docs/ha.md). Everything else passes
-// through unchanged. The driver's error stays in the chain for the log.
+// connection (docs/ha.md). Everything else passes through unchanged, a
+// broken constraint included: what a constraint of the schema means (a
+// taken SKU, a CHECK behind a guarded statement) is the store's to say,
+// beside the statements of its table (internal/infra/store). The driver's
+// error stays in the chain for the log.
 func Translate(err error) error {
 	if err == nil {
 		return nil
@@ -71,17 +70,6 @@ func Translate(err error) error {
 	return err
 }
 
-// constraintErrors are the domain outcomes of the constraints that back a
-// rule: a unique key that is a normal outcome (the SKU), and the CHECKs that
-// are the last line of defence behind a guarded statement (pattern 1).
-// Patterns and rule ids: docs/patterns.md.
-var constraintErrors = map[string]*domain.Error{
-	"products_sku_key":               domain.Errorf(domain.CodeSKUTaken, "a product with this sku already exists"),
-	"stock_levels_stock_nonnegative": domain.Errorf(domain.CodeInsufficientStock, "not enough stock"),
-	"orders_paid_within_total":       domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance"),
-	"orders_refund_within_paid":      domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded"),
-}
-
 // translateServerError is Translate for an error the server sent.
 func translateServerError(pgErr *pgconn.PgError, err error) error {
 	switch {
@@ -89,15 +77,6 @@ func translateServerError(pgErr *pgconn.PgError, err error) error {
 		// The domain's rules should have refused the value; this is the
 		// backstop that keeps a rule it lacks from becoming a 500.
 		return errors.Join(domain.ErrValueRejected, err)
-	case pgErr.Code == sqlUniqueViolation || pgErr.Code == sqlCheckViolation:
-		if de, ok := constraintErrors[pgErr.ConstraintName]; ok {
-			return de
-		}
-		return err
-	case pgErr.Code == sqlNotNullViolation && pgErr.TableName == "actors" && pgErr.ColumnName == "balance_cents":
-		// ActorChargeBalance's guard: past the limit, the new balance is
-		// NULL.
-		return domain.ErrCreditRefused
 	case strings.HasPrefix(pgErr.Code, "08"):
 		// Connection exceptions, such as PgBouncer's "server login has
 		// been failing, try again later" (08P01) while PostgreSQL is down.

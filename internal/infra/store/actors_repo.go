@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -13,6 +14,19 @@ import (
 )
 
 type actorRepo struct{ *repositories }
+
+// actorConstraint says what a broken constraint of actors means
+// (outcomeOfConstraint): ActorChargeBalance's guard makes the new balance
+// NULL past the customer's credit limit, so its NOT NULL refuses the charge.
+func actorConstraint(e *pgconn.PgError) *domain.Error {
+	if e.Code == sqlNotNullViolation && e.TableName == "actors" && e.ColumnName == "balance_cents" {
+		return domain.ErrCreditRefused
+	}
+	return nil
+}
+
+// sqlNotNullViolation is the SQLSTATE of a NULL where NOT NULL holds.
+const sqlNotNullViolation = "23502"
 
 func toActor(r dbsqlc.Actor) (domain.Actor, error) {
 	role, err := domain.ParseRole(r.Role)

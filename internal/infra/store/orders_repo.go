@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -13,6 +14,19 @@ import (
 )
 
 type orderRepo struct{ *repositories }
+
+// orderConstraint says what a broken constraint of orders means
+// (outcomeOfConstraint): the CHECKs behind the guarded increments
+// (OrderAddPayment, OrderAddRefund), each its rule's code.
+func orderConstraint(e *pgconn.PgError) *domain.Error {
+	switch e.ConstraintName {
+	case "orders_paid_within_total":
+		return domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance")
+	case "orders_refund_within_paid":
+		return domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded")
+	}
+	return nil
+}
 
 func (r orderRepo) Insert(ctx context.Context, o *domain.Order) (*domain.Order, error) {
 	row, err := r.q.OrderInsert(ctx, r.db, orderInsertParams(o, creationTime()))

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ordersvc/ordersvc/internal/app"
@@ -13,6 +14,18 @@ import (
 )
 
 type productRepo struct{ *repositories }
+
+// productConstraint says what a broken constraint of products means
+// (outcomeOfConstraint): the unique SKU is a normal outcome, a creation or
+// an edit that takes a SKU another product has, two of them racing
+// included, and no check comes before it (EXT.CONCURRENCY.ADOPT.001;
+// patterns and rule ids: docs/patterns.md).
+func productConstraint(e *pgconn.PgError) *domain.Error {
+	if e.ConstraintName == "products_sku_key" {
+		return domain.Errorf(domain.CodeSKUTaken, "a product with this sku already exists")
+	}
+	return nil
+}
 
 func toProduct(r dbsqlc.Product) *domain.Product {
 	return domain.RehydrateProduct(r.ID, domain.SKU(r.Sku), r.Name, domain.Cents(r.PriceCents),

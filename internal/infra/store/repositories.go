@@ -8,9 +8,12 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -65,7 +68,7 @@ func before(p app.Page) uuid.UUID {
 	return p.Before
 }
 
-// wrap translates a repository's error (postgres.Translate) and names the
+// wrap translates a repository's error (translate) and names the
 // operation it came from ("orders.add_payment: …"), unless it is an outcome
 // the domain defines (not found, a version conflict, a refusal with a
 // code), which the use cases compare and map as they are. errors.Is and
@@ -74,12 +77,44 @@ func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	err = postgres.Translate(err)
+	err = translate(err)
 	if isDomainOutcome(err) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// translate is postgres.Translate, which reads what PostgreSQL says, then
+// outcomeOfConstraint, which reads what a broken constraint of the schema
+// means. Every error of the repositories goes through it: a statement's own
+// (wrap) and a write's that went out at COMMIT (Runner.InTx).
+func translate(err error) error { return outcomeOfConstraint(postgres.Translate(err)) }
+
+// outcomeOfConstraint replaces a broken constraint that backs a domain rule
+// by the rule's outcome. What a table's constraints mean is said in the file
+// of its statements (productConstraint in products_repo.go, …): a unique key
+// that is a normal outcome (the SKU), and the guards and CHECKs that are the
+// last line of defence behind a guarded statement (pattern 1; patterns and
+// rule ids: docs/patterns.md). A constraint that no file names keeps the
+// driver's error, a 500: only a missing guard can break it.
+func outcomeOfConstraint(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || !strings.HasPrefix(pgErr.Code, sqlIntegrityViolationClass) {
+		return err
+	}
+	for _, meaning := range [...]func(*pgconn.PgError) *domain.Error{
+		actorConstraint, productConstraint, stockConstraint, orderConstraint,
+	} {
+		if de := meaning(pgErr); de != nil {
+			return de
+		}
+	}
+	return err
+}
+
+// sqlIntegrityViolationClass is SQLSTATE class 23: 23502 not null, 23505
+// unique, 23514 check, ….
+const sqlIntegrityViolationClass = "23"
 
 // isDomainOutcome says whether err is one of the domain's own outcomes (it
 // carries a domain code), which a repository returns unwrapped.

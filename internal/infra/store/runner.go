@@ -51,9 +51,11 @@ func (r *Runner) LatchKey(ctx context.Context, auth *app.AuthCheck, k app.Key) (
 
 // InTx implements app.Transactor: fn runs in one transaction, run again
 // whole on a serialization failure or deadlock (postgres.Runner.InTx), on
-// a transaction that carries auth, the request's token check.
+// a transaction that carries auth, the request's token check. A write that
+// went out with COMMIT fails there, so its broken constraint is read here,
+// as wrap reads a statement's (translate).
 func (r *Runner) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
-	return r.tx.InTx(ctx, auth, iso, func(ctx context.Context, tx postgres.Conn) error {
+	return translate(r.tx.InTx(ctx, auth, iso, func(ctx context.Context, tx postgres.Conn) error {
 		repos := r.bind(tx)
 		repos.claims = &claimSlot{}
 		repos.db = claimingConn{Conn: tx, repos: repos}
@@ -64,7 +66,7 @@ func (r *Runner) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolatio
 			return cerr
 		}
 		return err
-	})
+	}))
 }
 
 // WithoutTx returns repositories that run each statement on the pool, in no

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -12,6 +13,16 @@ import (
 )
 
 type stockRepo struct{ *repositories }
+
+// stockConstraint says what a broken constraint of stock_levels means
+// (outcomeOfConstraint): the CHECK behind the guarded decrement (StockAdjust)
+// and the placement's decrements of rows it locked and read.
+func stockConstraint(e *pgconn.PgError) *domain.Error {
+	if e.ConstraintName == "stock_levels_stock_nonnegative" {
+		return domain.Errorf(domain.CodeInsufficientStock, "not enough stock")
+	}
+	return nil
+}
 
 func toStockLevel(r dbsqlc.StockLevel) *domain.StockLevel {
 	return domain.RehydrateStockLevel(r.ProductID, r.Stock, domain.Version(r.Version), r.UpdatedAt)
