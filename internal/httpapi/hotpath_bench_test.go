@@ -131,7 +131,7 @@ func BenchmarkIfMatchList(b *testing.B) {
 // placed order: the receipt that is both sent and stored for replay.
 func BenchmarkRenderOrder(b *testing.B) {
 	o := benchOrder()
-	render := receiptOf(http.StatusCreated, entity(toOrderJSON, "/v1/orders"))
+	render := receiptOf(http.StatusCreated, entity(app.NewOrderData, "/v1/orders"))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := render(o); err != nil {
@@ -147,7 +147,7 @@ func BenchmarkWriteOrderJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w.reset()
-		if err := writeJSON(w, http.StatusOK, toOrderJSON(o)); err != nil {
+		if err := writeJSON(w, http.StatusOK, app.NewOrderData(o)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -83,36 +83,6 @@ func actorOperations() []operation {
 	}
 }
 
-type orderLineJSON struct {
-	ProductID      uuid.UUID `json:"product_id"`
-	Quantity       int32     `json:"quantity"`
-	UnitPriceCents int64     `json:"unit_price_cents"`
-}
-
-type orderJSON struct {
-	ID            uuid.UUID       `json:"id"`
-	CustomerID    uuid.UUID       `json:"customer_id"`
-	Status        string          `json:"status"`
-	Lines         []orderLineJSON `json:"lines"`
-	TotalCents    int64           `json:"total_cents"`
-	PaidCents     int64           `json:"paid_cents"`
-	RefundedCents int64           `json:"refunded_cents"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-}
-
-func toOrderJSON(o *domain.Order) orderJSON {
-	lines := make([]orderLineJSON, len(o.Lines()))
-	for i, l := range o.Lines() {
-		lines[i] = orderLineJSON{ProductID: l.ProductID, Quantity: int32(l.Quantity), UnitPriceCents: int64(l.UnitPrice)}
-	}
-	return orderJSON{
-		ID: o.ID(), CustomerID: o.CustomerID(), Status: o.Status().String(), Lines: lines,
-		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()), RefundedCents: int64(o.Refunded()),
-		CreatedAt: o.CreatedAt().UTC(), UpdatedAt: o.UpdatedAt().UTC(),
-	}
-}
-
 type placeOrderIn struct {
 	Lines *[]orderLineIn `json:"lines"`
 }
@@ -123,7 +93,7 @@ type orderLineIn struct {
 }
 
 func (s *Server) placeOrder(op operation) http.Handler {
-	return keyed(s, op, placeOrderIn.command, s.app.PlaceOrder.Handle, entity(toOrderJSON, op.route))
+	return keyed(s, op, placeOrderIn.command, s.app.PlaceOrder.Handle, entity(app.NewOrderData, op.route))
 }
 
 // command checks that every line names a product and a quantity, then
@@ -154,26 +124,26 @@ func (in placeOrderIn) command(target) (app.PlaceOrderCommand, error) {
 func (s *Server) getOrder(operation) http.Handler {
 	return getOne(s, func(ctx context.Context, auth *app.AuthCheck, id uuid.UUID, seen app.Seen) (*domain.Order, error) {
 		return s.app.GetOrder.Handle(ctx, auth, callerOf(ctx).principal, id, seen)
-	}, toOrderJSON)
+	}, app.NewOrderData)
 }
 
 func (s *Server) listOrders(operation) http.Handler {
 	return listPage(s, func(ctx context.Context, auth *app.AuthCheck, page app.Page) ([]*domain.Order, error) {
 		return s.app.ListOrders.Handle(ctx, auth, callerOf(ctx).principal, page)
-	}, (*domain.Order).ID, toOrderJSON)
+	}, (*domain.Order).ID, app.NewOrderData)
 }
 
 // cancelOrder and shipOrder take no body and require If-Match.
 func (s *Server) cancelOrder(op operation) http.Handler {
 	return keyed(s, op, func(_ noBody, at target) (app.CancelOrderCommand, error) {
 		return app.CancelOrderCommand{ID: at.id, Expected: at.expected}, nil
-	}, s.app.CancelOrder.Handle, entity(toOrderJSON, ""))
+	}, s.app.CancelOrder.Handle, entity(app.NewOrderData, ""))
 }
 
 func (s *Server) shipOrder(op operation) http.Handler {
 	return keyed(s, op, func(_ noBody, at target) (app.ShipOrderCommand, error) {
 		return app.ShipOrderCommand{ID: at.id, Expected: at.expected}, nil
-	}, s.app.ShipOrder.Handle, entity(toOrderJSON, ""))
+	}, s.app.ShipOrder.Handle, entity(app.NewOrderData, ""))
 }
 
 type paymentIn struct {
