@@ -3,14 +3,12 @@ package httpapi_test
 import (
 	"context"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -77,19 +75,8 @@ func TestEveryEventTypeIsAllowedAndDocumented(t *testing.T) {
 // written as a literal in the non-test files of dir: EventType{"x.y"}.
 func declaredEventTypes(t *testing.T, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range testkit.SourceFiles(t, dir) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.CompositeLit)
 			if !ok || len(lit.Elts) != 1 {

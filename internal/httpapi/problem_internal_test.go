@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"log/slog"
 	"maps"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
+	"github.com/ordersvc/ordersvc/internal/testkit"
 )
 
 // TestProblemFor: every kind of error maps to its one status and code;
@@ -137,19 +137,8 @@ func TestEveryCodeHasAStatusAndIsDocumented(t *testing.T) {
 // declared in the non-test files of dir (const CodeX Code = "x").
 func declaredCodes(t *testing.T, dir string) []domain.Code {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []domain.Code
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for path, f := range testkit.SourceFiles(t, dir) {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {
