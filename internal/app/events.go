@@ -13,8 +13,9 @@ import (
 // constructor, is declared in the file of the use case that appends it
 // (EventPaymentRecorded in record_payment.go, …); what several events share
 // stays here: Event, EventType and the order's representation (OrderData,
-// which the API's answers share) with orderEvent. docs/events.md lists every type, and a new one is also
-// added to the outbox's CHECK (a migration) and to the enum in openapi.yaml;
+// which the API's answers share) with orderEvent. docs/events.md lists
+// every type, and a new one is also added to the outbox's CHECK (a
+// migration) and to the enum in openapi.yaml;
 // TestEveryEventTypeIsAllowedAndDocumented (internal/httpapi) finds each
 // value here and fails until all three list it.
 type EventType struct{ name string }

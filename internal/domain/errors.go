@@ -13,6 +13,8 @@ import (
 // the outcomes that any use case may answer and those of a request that no
 // use case decides; a rule's own code beside the rule that answers it
 // (CodeOverRefund in order.go, CodeCreditLimitExceeded in placement.go, …),
+// or beside what it protects when a use case holds the rule (CodeLastStaff
+// beside Actor: DeactivateActor counts the active staff, SERIALIZABLE),
 // as an event type is declared in the file of the use case that appends it.
 // The domain names codes only, and a transport maps each to its own terms:
 // internal/httpapi gives each its one status, and

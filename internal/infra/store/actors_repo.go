@@ -25,9 +25,6 @@ func actorConstraint(e *pgconn.PgError) *domain.Error {
 	return nil
 }
 
-// sqlNotNullViolation is the SQLSTATE of a NULL where NOT NULL holds.
-const sqlNotNullViolation = "23502"
-
 func toActor(r dbsqlc.Actor) (domain.Actor, error) {
 	role, err := domain.ParseRole(r.Role)
 	if err != nil {

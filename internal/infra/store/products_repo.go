@@ -16,10 +16,10 @@ import (
 type productRepo struct{ *repositories }
 
 // productConstraint says what a broken constraint of products means
-// (outcomeOfConstraint): the unique SKU is a normal outcome, a creation or
-// an edit that takes a SKU another product has, two of them racing
-// included, and no check comes before it (EXT.CONCURRENCY.ADOPT.001;
-// patterns and rule ids: docs/patterns.md).
+// (outcomeOfConstraint): the unique SKU is a normal outcome, a creation
+// with a SKU another product has, two creations racing for one included,
+// and no check comes before it (pattern 1; patterns and rule ids:
+// docs/patterns.md).
 func productConstraint(e *pgconn.PgError) *domain.Error {
 	if e.ConstraintName == "products_sku_key" {
 		return domain.Errorf(domain.CodeSKUTaken, "a product with this sku already exists")

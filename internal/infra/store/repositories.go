@@ -86,13 +86,15 @@ func wrap(op string, err error) error {
 
 // translate is postgres.Translate, which reads what PostgreSQL says, then
 // outcomeOfConstraint, which reads what a broken constraint of the schema
-// means. Every error of the repositories goes through it: a statement's own
-// (wrap) and a write's that went out at COMMIT (Runner.InTx).
+// means. Every error of a statement goes through it (wrap); a write's that
+// went out at COMMIT comes translated out of postgres.Runner.InTx, and
+// Runner.InTx reads its constraint.
 func translate(err error) error { return outcomeOfConstraint(postgres.Translate(err)) }
 
 // outcomeOfConstraint replaces a broken constraint that backs a domain rule
 // by the rule's outcome. What a table's constraints mean is said in the file
-// of its statements (productConstraint in products_repo.go, …): a unique key
+// of its statements (productConstraint in products_repo.go, …; a new
+// table's function joins the list below): a unique key
 // that is a normal outcome (the SKU), and the guards and CHECKs that are the
 // last line of defence behind a guarded statement (pattern 1; patterns and
 // rule ids: docs/patterns.md). A constraint that no file names keeps the
@@ -112,9 +114,11 @@ func outcomeOfConstraint(err error) error {
 	return err
 }
 
-// sqlIntegrityViolationClass is SQLSTATE class 23: 23502 not null, 23505
-// unique, 23514 check, ….
-const sqlIntegrityViolationClass = "23"
+// The SQLSTATEs of a broken constraint.
+const (
+	sqlIntegrityViolationClass = "23"    // 23502 not null, 23505 unique, 23514 check, …
+	sqlNotNullViolation        = "23502" // a NULL where NOT NULL holds
+)
 
 // isDomainOutcome says whether err is one of the domain's own outcomes (it
 // carries a domain code), which a repository returns unwrapped.

@@ -52,10 +52,11 @@ func (r *Runner) LatchKey(ctx context.Context, auth *app.AuthCheck, k app.Key) (
 // InTx implements app.Transactor: fn runs in one transaction, run again
 // whole on a serialization failure or deadlock (postgres.Runner.InTx), on
 // a transaction that carries auth, the request's token check. A write that
-// went out with COMMIT fails there, so its broken constraint is read here,
-// as wrap reads a statement's (translate).
+// went out with COMMIT fails there, after postgres.Runner.InTx translated
+// the error, so only its broken constraint is read here, as wrap reads a
+// statement's (outcomeOfConstraint).
 func (r *Runner) InTx(ctx context.Context, auth *app.AuthCheck, iso app.Isolation, fn func(ctx context.Context, tx app.Repositories) error) error {
-	return translate(r.tx.InTx(ctx, auth, iso, func(ctx context.Context, tx postgres.Conn) error {
+	return outcomeOfConstraint(r.tx.InTx(ctx, auth, iso, func(ctx context.Context, tx postgres.Conn) error {
 		repos := r.bind(tx)
 		repos.claims = &claimSlot{}
 		repos.db = claimingConn{Conn: tx, repos: repos}
