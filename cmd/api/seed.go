@@ -97,7 +97,7 @@ func (out *seedOutput) seedProducts(ctx context.Context, uc app.UseCases, staff 
 		{SKU: "DEMO-PEN", Name: "Ballpoint pen", PriceCents: 150, Stock: 1000},
 	} {
 		var made *domain.Product
-		_, err := uc.CreateProduct.Handle(ctx, p, app.Call[*domain.Product]{
+		_, err := uc.CreateProduct().Handle(ctx, p, app.Call[*domain.Product]{
 			Principal: staff,
 			Render:    func(p *domain.Product) (app.Receipt, error) { made = p; return app.Receipt{}, nil },
 		})
@@ -117,7 +117,7 @@ func (out *seedOutput) seedProducts(ctx context.Context, uc app.UseCases, staff 
 // first.
 func (out *seedOutput) findKept(ctx context.Context, uc app.UseCases, kept []string) error {
 	for page := (app.Page{Limit: 100}); len(kept) > 0; {
-		products, err := uc.ListProducts.Handle(ctx, nil, page)
+		products, err := uc.ListProducts().Handle(ctx, nil, page)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (out *seedOutput) addKept(ctx context.Context, uc app.UseCases, products []
 			continue
 		}
 		kept = slices.Delete(kept, i, i+1)
-		level, err := uc.GetStock.Handle(ctx, nil, p.ID(), 0)
+		level, err := uc.GetStock().Handle(ctx, nil, p.ID(), 0)
 		if err != nil {
 			return nil, fmt.Errorf("seed: stock of %s: %w", p.SKU(), err)
 		}

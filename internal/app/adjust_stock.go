@@ -26,6 +26,11 @@ type AdjustStock struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// AdjustStock is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) AdjustStock() AdjustStock {
+	return AdjustStock{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // AdjustStockCommand is the input of AdjustStock.
 type AdjustStockCommand struct {
 	ProductID uuid.UUID

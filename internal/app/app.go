@@ -16,29 +16,16 @@
 package app
 
 // UseCases is every use case of the service, wired to one Transactor, one
-// Reader and, optionally, one KeyLatch (Deps).
+// Reader and, optionally, one KeyLatch (Deps). Each use case is a method
+// named after it, in the use case's own file (RecordRefund in
+// record_refund.go): it builds the use case from the Deps it needs, so a
+// new use case is wired where it is written and this file is not edited.
+// Authenticate alone is a field: its token cache is built once, by New,
+// and shared by every request.
 type UseCases struct {
 	Authenticate Authenticate
 
-	// Commands.
-	CreateActor     CreateActor
-	DeactivateActor DeactivateActor
-	CreateProduct   CreateProduct
-	UpdateProduct   UpdateProduct
-	AdjustStock     AdjustStock
-	PlaceOrder      PlaceOrder
-	CancelOrder     CancelOrder
-	ShipOrder       ShipOrder
-	RecordPayment   RecordPayment
-	RecordRefund    RecordRefund
-
-	// Queries.
-	GetProduct   GetProduct
-	ListProducts ListProducts
-	GetStock     GetStock
-	ListStock    ListStock
-	GetOrder     GetOrder
-	ListOrders   ListOrders
+	deps Deps
 }
 
 // Deps is what the use cases are wired to, each seam declared.
@@ -53,29 +40,8 @@ type Deps struct {
 	Latch KeyLatch
 }
 
-// New wires the commands and the token check to d.Transactor (the commands
-// with d.Latch), the queries to d.Reader.
+// New wires the use cases to d: the commands and the token check to
+// d.Transactor (the commands with d.Latch), the queries to d.Reader.
 func New(d Deps) UseCases {
-	t, r, l := d.Transactor, d.Reader, d.Latch
-	return UseCases{
-		Authenticate: Authenticate{Transactor: t, Cache: NewTokenCache(100_000)},
-
-		CreateActor:     CreateActor{Transactor: t},
-		DeactivateActor: DeactivateActor{Transactor: t, Latch: l},
-		CreateProduct:   CreateProduct{Transactor: t, Latch: l},
-		UpdateProduct:   UpdateProduct{Transactor: t, Latch: l},
-		AdjustStock:     AdjustStock{Transactor: t, Latch: l},
-		PlaceOrder:      PlaceOrder{Transactor: t, Latch: l},
-		CancelOrder:     CancelOrder{Transactor: t, Latch: l},
-		ShipOrder:       ShipOrder{Transactor: t, Latch: l},
-		RecordPayment:   RecordPayment{Transactor: t, Latch: l},
-		RecordRefund:    RecordRefund{Transactor: t, Latch: l},
-
-		GetProduct:   GetProduct{Reader: r},
-		ListProducts: ListProducts{Reader: r},
-		GetStock:     GetStock{Reader: r},
-		ListStock:    ListStock{Reader: r},
-		GetOrder:     GetOrder{Reader: r},
-		ListOrders:   ListOrders{Reader: r},
-	}
+	return UseCases{Authenticate: Authenticate{Transactor: d.Transactor, Cache: NewTokenCache(100_000)}, deps: d}
 }

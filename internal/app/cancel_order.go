@@ -42,6 +42,11 @@ type CancelOrder struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// CancelOrder is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) CancelOrder() CancelOrder {
+	return CancelOrder{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // CancelOrderCommand is the input of CancelOrder.
 type CancelOrderCommand struct {
 	ID uuid.UUID

@@ -23,6 +23,9 @@ const tokenPrefix = "osk_"
 // validation_failed.
 type CreateActor struct{ Transactor Transactor }
 
+// CreateActor is the use case wired to the service's transactor (Deps).
+func (u UseCases) CreateActor() CreateActor { return CreateActor{Transactor: u.deps.Transactor} }
+
 // CreateActorCommand is the input of CreateActor.
 type CreateActorCommand struct {
 	Name             string

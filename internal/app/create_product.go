@@ -23,6 +23,11 @@ type CreateProduct struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// CreateProduct is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) CreateProduct() CreateProduct {
+	return CreateProduct{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // CreateProductCommand is the input of CreateProduct.
 type CreateProductCommand struct {
 	SKU        string

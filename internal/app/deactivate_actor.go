@@ -23,6 +23,11 @@ type DeactivateActor struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// DeactivateActor is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) DeactivateActor() DeactivateActor {
+	return DeactivateActor{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // DeactivateActorCommand is the input of DeactivateActor.
 type DeactivateActorCommand struct {
 	ID uuid.UUID

@@ -63,7 +63,7 @@ func (c caller) place(key string, lines ...testkit.OrderLine) (*domain.Order, er
 		cmd.Lines = append(cmd.Lines, domain.LineRequest{ProductID: uuid.MustParse(l.ProductID), Quantity: domain.Quantity(l.Quantity)})
 	}
 	ctx, cl, out := call[*domain.Order](c, "placeOrder", key, cmd)
-	_, err := c.e.App.PlaceOrder.Handle(ctx, cmd, cl)
+	_, err := c.e.App.PlaceOrder().Handle(ctx, cmd, cl)
 	return *out, err
 }
 
@@ -80,28 +80,28 @@ func (c caller) mustPlace(key string, lines ...testkit.OrderLine) *domain.Order 
 func (c caller) pay(order uuid.UUID, key string, amount int64) error {
 	cmd := app.RecordPaymentCommand{OrderID: order, Amount: domain.Cents(amount)}
 	ctx, cl, _ := call[app.PaymentRecorded](c, "recordPayment", key, cmd)
-	_, err := c.e.App.RecordPayment.Handle(ctx, cmd, cl)
+	_, err := c.e.App.RecordPayment().Handle(ctx, cmd, cl)
 	return err
 }
 
 func (c caller) cancel(order uuid.UUID, version domain.Version) (*domain.Order, error) {
 	cmd := app.CancelOrderCommand{ID: order, Expected: []domain.Version{version}}
 	ctx, cl, out := call[*domain.Order](c, "cancelOrder", "", cmd)
-	_, err := c.e.App.CancelOrder.Handle(ctx, cmd, cl)
+	_, err := c.e.App.CancelOrder().Handle(ctx, cmd, cl)
 	return *out, err
 }
 
 func (c caller) ship(order uuid.UUID, version domain.Version) (*domain.Order, error) {
 	cmd := app.ShipOrderCommand{ID: order, Expected: []domain.Version{version}}
 	ctx, cl, out := call[*domain.Order](c, "shipOrder", "", cmd)
-	_, err := c.e.App.ShipOrder.Handle(ctx, cmd, cl)
+	_, err := c.e.App.ShipOrder().Handle(ctx, cmd, cl)
 	return *out, err
 }
 
 func (c caller) deactivate(target testkit.Actor) error {
 	cmd := app.DeactivateActorCommand{ID: uuid.MustParse(target.ID)}
 	ctx, cl, _ := call[domain.Actor](c, "deactivateActor", "", cmd)
-	_, err := c.e.App.DeactivateActor.Handle(ctx, cmd, cl)
+	_, err := c.e.App.DeactivateActor().Handle(ctx, cmd, cl)
 	return err
 }
 
@@ -143,6 +143,6 @@ func orderStatus(e *testkit.Env, id uuid.UUID) string {
 func (c caller) adjust(product, key string, delta int64, reason string) error {
 	cmd := app.AdjustStockCommand{ProductID: uuid.MustParse(product), Delta: delta, Reason: reason}
 	ctx, cl, _ := call[app.StockAdjusted](c, "adjustStock", key, cmd)
-	_, err := c.e.App.AdjustStock.Handle(ctx, cmd, cl)
+	_, err := c.e.App.AdjustStock().Handle(ctx, cmd, cl)
 	return err
 }

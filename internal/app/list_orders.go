@@ -13,6 +13,9 @@ import (
 // has applied every write committed before the request (Reader).
 type ListOrders struct{ Reader Reader }
 
+// ListOrders is the use case wired to the service's reader (Deps).
+func (u UseCases) ListOrders() ListOrders { return ListOrders{Reader: u.deps.Reader} }
+
 // Handle runs the query.
 func (q ListOrders) Handle(ctx context.Context, auth *AuthCheck, p Principal, page Page) ([]*domain.Order, error) {
 	customer := p.ID

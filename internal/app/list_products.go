@@ -11,6 +11,9 @@ import (
 // committed before the request (Reader).
 type ListProducts struct{ Reader Reader }
 
+// ListProducts is the use case wired to the service's reader (Deps).
+func (u UseCases) ListProducts() ListProducts { return ListProducts{Reader: u.deps.Reader} }
+
 // Handle runs the query.
 func (q ListProducts) Handle(ctx context.Context, auth *AuthCheck, page Page) ([]*domain.Product, error) {
 	return readPage(ctx, q.Reader, auth, page, Repositories.Products, ProductRepo.List)

@@ -11,6 +11,9 @@ import (
 // write committed before the request (Reader).
 type ListStock struct{ Reader Reader }
 
+// ListStock is the use case wired to the service's reader (Deps).
+func (u UseCases) ListStock() ListStock { return ListStock{Reader: u.deps.Reader} }
+
 // Handle runs the query.
 func (q ListStock) Handle(ctx context.Context, auth *AuthCheck, page Page) ([]*domain.StockLevel, error) {
 	return readPage(ctx, q.Reader, auth, page, Repositories.Stock, StockRepo.List)

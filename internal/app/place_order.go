@@ -52,6 +52,11 @@ type PlaceOrder struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// PlaceOrder is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) PlaceOrder() PlaceOrder {
+	return PlaceOrder{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // PlaceOrderCommand is the input of PlaceOrder.
 type PlaceOrderCommand struct {
 	Lines []domain.LineRequest

@@ -30,6 +30,11 @@ type RecordPayment struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// RecordPayment is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) RecordPayment() RecordPayment {
+	return RecordPayment{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // RecordPaymentCommand is the input of RecordPayment.
 type RecordPaymentCommand struct {
 	OrderID uuid.UUID

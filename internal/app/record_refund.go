@@ -34,6 +34,11 @@ type RecordRefund struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// RecordRefund is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) RecordRefund() RecordRefund {
+	return RecordRefund{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // RecordRefundCommand is the input of RecordRefund.
 type RecordRefundCommand struct {
 	OrderID uuid.UUID

@@ -17,7 +17,7 @@ import (
 func (c caller) refund(order uuid.UUID, key string, amount int64) error {
 	cmd := app.RecordRefundCommand{OrderID: order, Refund: domain.Refund{Amount: domain.Cents(amount), Reason: "order cancelled"}}
 	ctx, cl, _ := call[app.RefundRecorded](c, "recordRefund", key, cmd)
-	_, err := c.e.App.RecordRefund.Handle(ctx, cmd, cl)
+	_, err := c.e.App.RecordRefund().Handle(ctx, cmd, cl)
 	return err
 }
 

@@ -27,6 +27,11 @@ type ShipOrder struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// ShipOrder is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) ShipOrder() ShipOrder {
+	return ShipOrder{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // ShipOrderCommand is the input of ShipOrder.
 type ShipOrderCommand struct {
 	ID uuid.UUID

@@ -28,6 +28,11 @@ type UpdateProduct struct {
 	Latch      KeyLatch // nil: no in-process latch (execute)
 }
 
+// UpdateProduct is the use case wired to the service's transactor and key latch (Deps).
+func (u UseCases) UpdateProduct() UpdateProduct {
+	return UpdateProduct{Transactor: u.deps.Transactor, Latch: u.deps.Latch}
+}
+
 // UpdateProductCommand is the input of UpdateProduct.
 type UpdateProductCommand struct {
 	ID uuid.UUID

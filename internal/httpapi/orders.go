@@ -93,7 +93,7 @@ type orderLineIn struct {
 }
 
 func (s *Server) placeOrder(op operation) http.Handler {
-	return keyed(s, op, placeOrderIn.command, s.app.PlaceOrder.Handle, entity(app.NewOrderData, op.route))
+	return keyed(s, op, placeOrderIn.command, s.app.PlaceOrder().Handle, entity(app.NewOrderData, op.route))
 }
 
 // command checks that every line names a product and a quantity, then
@@ -123,13 +123,13 @@ func (in placeOrderIn) command(target) (app.PlaceOrderCommand, error) {
 
 func (s *Server) getOrder(operation) http.Handler {
 	return getOne(s, func(ctx context.Context, auth *app.AuthCheck, id uuid.UUID, seen app.Seen) (*domain.Order, error) {
-		return s.app.GetOrder.Handle(ctx, auth, callerOf(ctx).principal, id, seen)
+		return s.app.GetOrder().Handle(ctx, auth, callerOf(ctx).principal, id, seen)
 	}, app.NewOrderData)
 }
 
 func (s *Server) listOrders(operation) http.Handler {
 	return listPage(s, func(ctx context.Context, auth *app.AuthCheck, page app.Page) ([]*domain.Order, error) {
-		return s.app.ListOrders.Handle(ctx, auth, callerOf(ctx).principal, page)
+		return s.app.ListOrders().Handle(ctx, auth, callerOf(ctx).principal, page)
 	}, (*domain.Order).ID, app.NewOrderData)
 }
 
@@ -137,13 +137,13 @@ func (s *Server) listOrders(operation) http.Handler {
 func (s *Server) cancelOrder(op operation) http.Handler {
 	return keyed(s, op, func(_ noBody, at target) (app.CancelOrderCommand, error) {
 		return app.CancelOrderCommand{ID: at.id, Expected: at.expected}, nil
-	}, s.app.CancelOrder.Handle, entity(app.NewOrderData, ""))
+	}, s.app.CancelOrder().Handle, entity(app.NewOrderData, ""))
 }
 
 func (s *Server) shipOrder(op operation) http.Handler {
 	return keyed(s, op, func(_ noBody, at target) (app.ShipOrderCommand, error) {
 		return app.ShipOrderCommand{ID: at.id, Expected: at.expected}, nil
-	}, s.app.ShipOrder.Handle, entity(app.NewOrderData, ""))
+	}, s.app.ShipOrder().Handle, entity(app.NewOrderData, ""))
 }
 
 type paymentIn struct {
@@ -167,7 +167,7 @@ type paymentJSON struct {
 }
 
 func (s *Server) recordPayment(op operation) http.Handler {
-	return keyed(s, op, paymentIn.command, s.app.RecordPayment.Handle, func(p app.PaymentRecorded) (any, map[string]string) {
+	return keyed(s, op, paymentIn.command, s.app.RecordPayment().Handle, func(p app.PaymentRecorded) (any, map[string]string) {
 		return paymentJSON{OrderID: p.OrderID, AmountCents: int64(p.Amount), PaidCents: int64(p.Paid)}, nil
 	})
 }
@@ -195,7 +195,7 @@ type refundJSON struct {
 }
 
 func (s *Server) recordRefund(op operation) http.Handler {
-	return keyed(s, op, refundIn.command, s.app.RecordRefund.Handle, func(f app.RefundRecorded) (any, map[string]string) {
+	return keyed(s, op, refundIn.command, s.app.RecordRefund().Handle, func(f app.RefundRecorded) (any, map[string]string) {
 		return refundJSON{OrderID: f.OrderID, AmountCents: int64(f.Amount), RefundedCents: int64(f.Refunded)}, nil
 	})
 }
@@ -212,7 +212,7 @@ type actorJSON struct {
 func (s *Server) deactivateActor(op operation) http.Handler {
 	return keyed(s, op, func(_ noBody, at target) (app.DeactivateActorCommand, error) {
 		return app.DeactivateActorCommand{ID: at.id}, nil
-	}, s.app.DeactivateActor.Handle, func(a domain.Actor) (any, map[string]string) {
+	}, s.app.DeactivateActor().Handle, func(a domain.Actor) (any, map[string]string) {
 		return actorJSON{ID: a.ID, Name: a.Name, Role: a.Role.String(), Active: a.Active,
 			CreditLimitCents: int64(a.CreditLimitCents), CreatedAt: a.CreatedAt.UTC()}, nil
 	})

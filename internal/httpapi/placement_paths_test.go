@@ -31,7 +31,7 @@ func TestPlacementPathsWriteIdenticalRows(t *testing.T) {
 		e    *httpkit.Env
 		want bool
 	}{"pipelined": {pipelined, false}, "stepwise": {stepwise, true}} {
-		err := c.e.App.PlaceOrder.Transactor.InTx(context.Background(), nil, app.ReadCommitted, func(_ context.Context, tx app.Repositories) error {
+		err := c.e.App.PlaceOrder().Transactor.InTx(context.Background(), nil, app.ReadCommitted, func(_ context.Context, tx app.Repositories) error {
 			got := tx.Placement()
 			if isStepwise := reflect.TypeOf(got) == reflect.TypeOf(store.StepwisePlacement(tx)); isStepwise != c.want {
 				t.Errorf("%s: the placement store is %T, stepwise %v, want %v", name, got, isStepwise, c.want)

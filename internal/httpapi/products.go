@@ -92,15 +92,15 @@ func (in createProductIn) command(target) (app.CreateProductCommand, error) {
 }
 
 func (s *Server) createProduct(op operation) http.Handler {
-	return keyed(s, op, createProductIn.command, s.app.CreateProduct.Handle, entity(toProductJSON, op.route))
+	return keyed(s, op, createProductIn.command, s.app.CreateProduct().Handle, entity(toProductJSON, op.route))
 }
 
 func (s *Server) getProduct(operation) http.Handler {
-	return getOne(s, s.app.GetProduct.Handle, toProductJSON)
+	return getOne(s, s.app.GetProduct().Handle, toProductJSON)
 }
 
 func (s *Server) listProducts(operation) http.Handler {
-	return listPage(s, s.app.ListProducts.Handle, (*domain.Product).ID, toProductJSON)
+	return listPage(s, s.app.ListProducts().Handle, (*domain.Product).ID, toProductJSON)
 }
 
 type updateProductIn struct {
@@ -114,7 +114,7 @@ type updateProductIn struct {
 func (s *Server) updateProduct(op operation) http.Handler {
 	return keyed(s, op, func(in updateProductIn, at target) (app.UpdateProductCommand, error) {
 		return app.UpdateProductCommand{ID: at.id, Expected: at.expected, Name: in.Name, PriceCents: in.PriceCents}, nil
-	}, s.app.UpdateProduct.Handle, entity(toProductJSON, ""))
+	}, s.app.UpdateProduct().Handle, entity(toProductJSON, ""))
 }
 
 type adjustStockIn struct {
@@ -140,7 +140,7 @@ type stockAdjustedJSON struct {
 }
 
 func (s *Server) adjustStock(op operation) http.Handler {
-	return keyed(s, op, adjustStockIn.command, s.app.AdjustStock.Handle, func(a app.StockAdjusted) (any, map[string]string) {
+	return keyed(s, op, adjustStockIn.command, s.app.AdjustStock().Handle, func(a app.StockAdjusted) (any, map[string]string) {
 		return stockAdjustedJSON{ProductID: a.Level.ProductID(), Delta: a.Adjustment.Delta, Reason: a.Adjustment.Reason, Stock: a.Level.Stock()}, nil
 	})
 }
@@ -159,9 +159,9 @@ func toStockLevelJSON(s *domain.StockLevel) stockLevelJSON {
 // level's own version, so caches revalidate with If-None-Match; no write on
 // stock takes If-Match.
 func (s *Server) getStock(operation) http.Handler {
-	return getOne(s, s.app.GetStock.Handle, toStockLevelJSON)
+	return getOne(s, s.app.GetStock().Handle, toStockLevelJSON)
 }
 
 func (s *Server) listStock(operation) http.Handler {
-	return listPage(s, s.app.ListStock.Handle, (*domain.StockLevel).ProductID, toStockLevelJSON)
+	return listPage(s, s.app.ListStock().Handle, (*domain.StockLevel).ProductID, toStockLevelJSON)
 }

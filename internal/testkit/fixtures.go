@@ -64,7 +64,7 @@ func (e *Env) NewProduct(p ProductSpec) string {
 	e.T.Helper()
 	cmd := app.CreateProductCommand{SKU: fmt.Sprintf("SKU-%d", skuSeq.Add(1)), Name: "Test product", PriceCents: p.PriceCents, Stock: p.Stock}
 	var made *domain.Product
-	_, err := e.App.CreateProduct.Handle(context.Background(), cmd, app.Call[*domain.Product]{
+	_, err := e.App.CreateProduct().Handle(context.Background(), cmd, app.Call[*domain.Product]{
 		Principal: app.Principal{ID: uuid.MustParse(e.Staff.ID), Role: domain.RoleStaff, Active: true},
 		Render:    func(p *domain.Product) (app.Receipt, error) { made = p; return app.Receipt{}, nil },
 	})
