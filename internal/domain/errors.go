@@ -17,10 +17,10 @@ import (
 // beside Actor: DeactivateActor counts the active staff, SERIALIZABLE),
 // as an event type is declared in the file of the use case that appends it.
 // The domain names codes only, and a transport maps each to its own terms:
-// internal/httpapi gives each its one status, and
-// TestEveryCodeHasAStatusAndIsDocumented finds every Code constant in this
-// package's source and fails until the code has a status and is in the
-// OpenAPI document.
+// internal/httpapi answers a code 409 Conflict unless its table says
+// otherwise, and TestEveryCodeHasAStatusAndIsDocumented finds every Code
+// constant in this package's source and fails until the code is in the
+// OpenAPI document with the status it answers.
 type Code string
 
 // The outcomes that any use case may answer.

@@ -79,7 +79,7 @@ func TestDecode(t *testing.T) {
 			if p == nil {
 				t.Fatalf("accepted, want %s", c.code)
 			}
-			if p.Code != c.code || p.Status != statusOf[c.code].status {
+			if p.Code != c.code || p.Status != answerOf(c.code).status {
 				t.Fatalf("%d %s (%s), want %s", p.Status, p.Code, p.Detail, c.code)
 			}
 			if !strings.Contains(p.Detail, c.detail) {

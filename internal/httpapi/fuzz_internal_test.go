@@ -113,8 +113,7 @@ func FuzzDecode(f *testing.F) {
 // checkCallerProblem fails unless p is a complete 4xx problem.
 func checkCallerProblem(t *testing.T, what string, p *Problem) {
 	t.Helper()
-	s, known := statusOf[p.Code]
-	if !known || s.status != p.Status || p.Status < 400 || p.Status > 499 || p.Detail == "" || p.Title == "" {
+	if s := answerOf(p.Code); s.status != p.Status || p.Status < 400 || p.Status > 499 || p.Detail == "" || p.Title == "" {
 		t.Fatalf("%s: not a caller's problem: %+v", what, p)
 	}
 	if !utf8.ValidString(p.Detail) {
@@ -363,8 +362,9 @@ func FuzzFingerprint(f *testing.F) {
 
 // FuzzProblemRendering: whatever code, detail and field a problem carries,
 // the response is one valid application/problem+json object whose members
-// agree with the status line; an unknown code is a 500 internal; every 503
-// has Retry-After.
+// agree with the status line; a code answers its row of statusOf or the
+// default (409, titled with its words); a problem without a code is a 500
+// internal; every 503 has Retry-After.
 func FuzzProblemRendering(f *testing.F) {
 	for _, c := range []string{"validation_failed", "unavailable", "no_such_code", "", "internal", "version_conflict"} {
 		f.Add(c, "a detail", "lines[0].quantity", "/v1/orders")
@@ -396,12 +396,12 @@ func FuzzProblemRendering(f *testing.F) {
 		if int(status) != rec.Code || got["code"] == "" || got["type"] != "urn:ordersvc:problem:"+got["code"].(string) {
 			t.Fatalf("status line %d, body %v", rec.Code, got)
 		}
-		if _, known := statusOf[code]; !known {
-			if rec.Code != http.StatusInternalServerError || got["code"] != string(domain.CodeInternal) {
-				t.Fatalf("unknown code %q answered %d %v", code, rec.Code, got["code"])
-			}
-		} else if rec.Code != statusOf[code].status || got["code"] != codeText {
-			t.Fatalf("code %q answered %d %v", code, rec.Code, got["code"])
+		want, wantCode := answerOf(code), codeText
+		if code == "" {
+			want, wantCode = answerOf(domain.CodeInternal), string(domain.CodeInternal)
+		}
+		if rec.Code != want.status || got["code"] != wantCode || got["title"] != want.title {
+			t.Fatalf("code %q answered %d %v %v; want %d %s %q", code, rec.Code, got["code"], got["title"], want.status, wantCode, want.title)
 		}
 		if rec.Code == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
 			t.Fatal("503 without Retry-After")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/ordersvc/ordersvc/internal/app"
 	"github.com/ordersvc/ordersvc/internal/domain"
@@ -32,14 +33,17 @@ type fieldError struct {
 	Message string `json:"message"`
 }
 
-// statusOf gives each code its one status and title: the one table of every
-// code the service answers with. It is keyed by the code type, and
-// TestEveryCodeHasAStatusAndIsDocumented checks that every Code constant
-// that internal/domain declares is here and in the OpenAPI document.
-var statusOf = map[domain.Code]struct {
-	status int
-	title  string
-}{
+// statusOf gives a code its status and title where they are not the
+// default. By default a code answers 409 Conflict, titled with its own
+// words ("insufficient_stock" is "Insufficient stock"): the request was
+// understood and the state of what it acts on refuses it (RFC 9110
+// §15.5.10), which is what a rule's code says. So a new rule's code needs no
+// row here; a code that answers another status has one, and so does a code
+// whose title is not its words. TestEveryCodeHasAStatusAndIsDocumented
+// checks that every Code constant that internal/domain declares is in the
+// OpenAPI document with the status it answers here, and that no row
+// repeats the default.
+var statusOf = map[domain.Code]answer{
 	domain.CodeMalformed:            {http.StatusBadRequest, "Malformed request"},
 	domain.CodeKeyInvalid:           {http.StatusBadRequest, "Invalid idempotency key"},
 	domain.CodeKeyRequired:          {http.StatusBadRequest, "Idempotency key required"},
@@ -47,12 +51,7 @@ var statusOf = map[domain.Code]struct {
 	domain.CodeForbidden:            {http.StatusForbidden, "Forbidden"},
 	domain.CodeNotFound:             {http.StatusNotFound, "Not found"},
 	domain.CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
-	domain.CodeVersionConflict:      {http.StatusConflict, "Version conflict"},
 	domain.CodeSKUTaken:             {http.StatusConflict, "SKU taken"},
-	domain.CodeInsufficientStock:    {http.StatusConflict, "Insufficient stock"},
-	domain.CodeInvalidTransition:    {http.StatusConflict, "Invalid transition"},
-	domain.CodeOverpayment:          {http.StatusConflict, "Overpayment"},
-	domain.CodeOverRefund:           {http.StatusConflict, "Over-refund"},
 	domain.CodeLastStaff:            {http.StatusConflict, "Last staff member"},
 	domain.CodeKeyInProgress:        {http.StatusConflict, "Request in progress"},
 	domain.CodeTooLarge:             {http.StatusRequestEntityTooLarge, "Payload too large"},
@@ -64,16 +63,38 @@ var statusOf = map[domain.Code]struct {
 	domain.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
 }
 
-// problem builds a Problem for code with a caller-safe detail. A code with
-// no status (which TestEveryCodeHasAStatusAndIsDocumented rules out) would
-// be an internal error, never a guess.
-func problem(code domain.Code, detail string) *Problem {
-	s, ok := statusOf[code]
-	if !ok {
-		code, detail = domain.CodeInternal, "an internal error occurred"
-		s = statusOf[code]
+// answer is a code's status and title.
+type answer struct {
+	status int
+	title  string
+}
+
+// answerOf is code's row of statusOf, or the default: 409, titled with the
+// code's words. No code is an internal error.
+func answerOf(code domain.Code) answer {
+	if code == "" {
+		code = domain.CodeInternal
 	}
-	return &Problem{Type: "urn:ordersvc:problem:" + string(code), Title: s.title, Status: s.status, Detail: detail, Code: code}
+	if a, ok := statusOf[code]; ok {
+		return a
+	}
+	return defaultAnswer(code)
+}
+
+// defaultAnswer is 409, titled with code's words.
+func defaultAnswer(code domain.Code) answer {
+	words := strings.ReplaceAll(string(code), "_", " ")
+	return answer{http.StatusConflict, strings.ToUpper(words[:1]) + words[1:]}
+}
+
+// problem builds a Problem for code with a caller-safe detail. An error
+// without a code is an internal error, never a guess.
+func problem(code domain.Code, detail string) *Problem {
+	if code == "" {
+		code, detail = domain.CodeInternal, "an internal error occurred"
+	}
+	a := answerOf(code)
+	return &Problem{Type: "urn:ordersvc:problem:" + string(code), Title: a.title, Status: a.status, Detail: detail, Code: code}
 }
 
 // problemFor classifies err once. Caller-caused errors keep their safe

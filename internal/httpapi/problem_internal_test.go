@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"go/types"
+	"io/fs"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,10 +98,11 @@ func TestProblemFor(t *testing.T) {
 
 // TestEveryCodeHasAStatusAndIsDocumented: every code that internal/domain
 // declares (each Code constant in its source, found there, not listed
-// here: a rule's code sits beside the rule) has a status here, the status
-// map knows no other code, and the OpenAPI document's ProblemCode enum
-// lists exactly these codes. A code added without a status would otherwise
-// answer 500; one declared twice (two constants, one value) fails too.
+// here: a rule's code sits beside the rule) is in the OpenAPI document's
+// ProblemCode enum, which lists no other, and the enum's description gives
+// each the status it answers (its row of statusOf, or the default 409).
+// statusOf has rows for declared codes only, and none that repeats the
+// default. A code declared twice (two constants, one value) fails too.
 func TestEveryCodeHasAStatusAndIsDocumented(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromData(openAPI)
@@ -114,23 +117,114 @@ func TestEveryCodeHasAStatusAndIsDocumented(t *testing.T) {
 	for _, v := range ref.Value.Enum {
 		documented = append(documented, domain.Code(v.(string)))
 	}
+	slices.Sort(documented)
 	declared := declaredCodes(t, filepath.Join("..", "domain"))
 	if len(declared) < 10 { // the service answers more than twenty codes: fewer means the search went wrong
 		t.Fatalf("found %d codes in internal/domain: %v", len(declared), declared)
 	}
-	for _, c := range declared {
-		if s, ok := statusOf[c]; !ok || s.status < 400 || s.title == "" {
-			t.Errorf("code %s has no status", c)
+	if c := slices.Compact(slices.Clone(declared)); len(c) != len(declared) {
+		t.Errorf("a code is declared twice: %v", declared)
+	}
+	for c, a := range statusOf {
+		if !slices.Contains(declared, c) {
+			t.Errorf("statusOf has a row for %s, which internal/domain does not declare", c)
+		}
+		if a == defaultAnswer(c) {
+			t.Errorf("statusOf's row for %s repeats the default (%d %q): remove it", c, a.status, a.title)
 		}
 	}
-	mapped := slices.Sorted(maps.Keys(statusOf))
-	slices.Sort(documented)
-	if !slices.Equal(mapped, declared) {
-		t.Errorf("status map %v\ndeclared   %v", mapped, declared)
+	statuses := map[domain.Code]int{}
+	for _, m := range regexp.MustCompile("`([a-z_]+)` ([0-9]{3})").FindAllStringSubmatch(ref.Value.Description, -1) {
+		statuses[domain.Code(m[1])], _ = strconv.Atoi(m[2])
+	}
+	for _, c := range declared {
+		if a := answerOf(c); a.status < 400 || a.title == "" || statuses[c] != a.status {
+			t.Errorf("code %s answers %d %q; the ProblemCode description says %d", c, a.status, a.title, statuses[c])
+		}
 	}
 	if !slices.Equal(documented, declared) {
 		t.Errorf("ProblemCode enum %v\ndeclared codes   %v", documented, declared)
 	}
+}
+
+// TestCodesAreNamedConstants: every code the service answers is one of the
+// Code constants that the test above finds. No Errorf, problem or
+// Error{Code: …} in internal/ is given a string literal, and no function
+// converts one to Code: that would compile (an untyped string is a Code)
+// and answer the default 409 under a code that nobody declared or
+// documented.
+func TestCodesAreNamedConstants(t *testing.T) {
+	t.Parallel()
+	var found []string
+	err := filepath.WalkDir("..", func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		src, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		if !slices.ContainsFunc(src, func(p string) bool { return !strings.HasSuffix(p, "_test.go") }) {
+			return nil
+		}
+		for path, f := range testkit.SourceFiles(t, dir) {
+			for _, decl := range f.Decls {
+				if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.CONST {
+					continue // where the codes are declared
+				}
+				ast.Inspect(decl, func(n ast.Node) bool {
+					if e, ok := n.(ast.Expr); ok && literalCode(e) {
+						found = append(found, fmt.Sprintf("%s: %s", path, types.ExprString(e)))
+					}
+					return true
+				})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 {
+		t.Errorf("codes written as literals, not as the Code constants of internal/domain:\n%s", strings.Join(found, "\n"))
+	}
+}
+
+// literalCode says whether e gives a code as a literal: Code("x"), or a
+// string literal as the code argument of Errorf or problem or as the Code
+// of an Error or Problem literal.
+func literalCode(e ast.Expr) bool {
+	isString := func(e ast.Expr) bool {
+		lit, ok := e.(*ast.BasicLit)
+		return ok && lit.Kind == token.STRING
+	}
+	switch e := e.(type) {
+	case *ast.CallExpr:
+		name := calledName(e.Fun)
+		return len(e.Args) > 0 && (name == "Code" || ((name == "Errorf" || name == "problem") && isString(e.Args[0])))
+	case *ast.CompositeLit:
+		if name := calledName(e.Type); name != "Error" && name != "Problem" {
+			return false
+		}
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok && calledName(kv.Key) == "Code" && isString(kv.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// calledName is the name e gives when it names something of internal/domain
+// or of this package (Code, domain.Code), and "" for another package's
+// (fmt.Errorf).
+func calledName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		if pkg, ok := e.X.(*ast.Ident); ok && pkg.Name == "domain" {
+			return e.Sel.Name
+		}
+	}
+	return ""
 }
 
 // declaredCodes returns, sorted, the value of every constant of type Code
