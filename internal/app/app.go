@@ -17,8 +17,8 @@ package app
 
 // UseCases is every use case of the service, wired to one Transactor, one
 // Reader and, optionally, one KeyLatch (Deps). Each use case is a method
-// named after it, in the use case's own file (RecordRefund in
-// record_refund.go): it builds the use case from the Deps it needs, so a
+// named after it, in the use case's own file (PlaceOrder in
+// place_order.go): it builds the use case from the Deps it needs, so a
 // new use case is wired where it is written and this file is not edited.
 // Authenticate alone is a field: its token cache is built once, by New,
 // and shared by every request.

@@ -138,7 +138,10 @@ func (n naiveBalance) ReleaseBalance(ctx context.Context, customer uuid.UUID, am
 // nothing, and after each step compares the maintained balance with what is
 // expected and with the sum over the orders (api check). A credit limit
 // lowered below the balance blocks new orders and nothing else; api check
-// reports it (credit_limit) until the balance is back under the limit.
+// reports it (credit_limit) until the balance is back under the limit. It
+// takes no step whose outcome a rule of one use case decides alone (the
+// cancellation of a paid order): TestRaceCancelVsPayment checks that
+// balance by the domain's rule, whichever way it goes.
 func TestBalanceFollowsEveryOrderChange(t *testing.T) {
 	t.Parallel()
 	e := testkit.New(t)
@@ -208,11 +211,7 @@ func TestBalanceFollowsEveryOrderChange(t *testing.T) {
 	place("place under a limit lowered below the balance", "o4", 1, domain.CodeCreditLimitExceeded, 4000)
 	step("pay under the lowered limit", c.pay(o3.ID(), "p4", 500), "", 3500) // o3 v2
 	cancel("cancel at the version before the payment", o3, 1, domain.CodeVersionConflict, 3500)
-	cancel("cancel an order paid in part: only what was still owed leaves", o3, 2, "", 0) // o3 v3
-	step("pay the cancelled order", c.pay(o3.ID(), "p5", 100), domain.CodeInvalidTransition, 0)
-	step("refund what was paid: a cancelled order owes nothing, refunded or not", staff.refund(o3.ID(), "r1", 500), "", 0)
-	step("refund more than was paid", staff.refund(o3.ID(), "r2", 1), domain.CodeOverRefund, 0)
-	o5 := place("place within the lowered limit", "o5", 1, "", 1000)
-	ship("ship under the lowered limit", o5, 1, "", 1000)
-	step("pay the rest", c.pay(o5.ID(), "p6", 1000), "", 0)
+	ship("ship under the lowered limit", o3, 2, "", 3500) // o3 v3
+	step("pay the rest", c.pay(o3.ID(), "p5", 3500), "", 0)
+	place("place within the lowered limit", "o5", 1, "", 1000)
 }

@@ -12,7 +12,7 @@ import (
 // and switch on. Each is declared once, as a constant of this package: here
 // the outcomes that any use case may answer and those of a request that no
 // use case decides; a rule's own code beside the rule that answers it
-// (CodeOverRefund in order.go, CodeCreditLimitExceeded in placement.go, …),
+// (CodeOverpayment in order.go, CodeCreditLimitExceeded in placement.go, …),
 // or beside what it protects when a use case holds the rule (CodeLastStaff
 // beside Actor: DeactivateActor counts the active staff, SERIALIZABLE),
 // as an event type is declared in the file of the use case that appends it.

@@ -14,7 +14,7 @@ import (
 // with every field set, so that every member of the canonical form is
 // non-zero and the pinned fingerprint depends on every field. The value of
 // a field is given by its kind and its path in the command
-// ("Refund.Reason", "Lines[1].ProductID"), never by its position: a string
+// ("Delta", "Lines[1].ProductID"), never by its position: a string
 // is "golden:" and its path, a uuid the SHA-1 uuid of its path, an integer
 // (domain.Version, domain.Cents, … by their kind) a number from 1 to 100
 // hashed from its path, a bool true, a time one in 2026; a pointer points

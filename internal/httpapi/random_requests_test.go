@@ -242,8 +242,8 @@ func (g *generator) reached(succeeded map[string]int) string {
 // products, orders and ETags the file wrote are known from the first
 // request. It is the state the file ends in, not each one it passes
 // through: an operation that needs a resource in some state has its
-// examples leave one there (the refund's leave a cancelled order with 75
-// cents to refund). The file's Alice is the generator's customer, so the
+// examples leave one there (an operation on cancelled orders has its
+// examples end with one cancelled). The file's Alice is the generator's customer, so the
 // random requests act on her orders as their owner; its Bob is the customer
 // to deactivate. The initial stock returned is that of the three products
 // and of each one the file created (the stock its creation sent): the

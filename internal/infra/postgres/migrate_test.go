@@ -35,8 +35,8 @@ import (
 //     The others are N's own (logged);
 //   - each table's row as sqlc expanded * for schema N-1 (its columns
 //     then, in their order): the previous release's reads and RETURNING
-//     lists, which this release may have extended (orders.refunded_cents
-//     at 00007).
+//     lists, which this release may have extended (actors.balance_cents
+//     at 00005).
 //
 // A contract migration runs once every older binary has stopped
 // (`api migrate up` refuses it before): under binaries built for it or
