@@ -190,7 +190,7 @@ func writtenWithoutEvent(t *testing.T, e *httpkit.Env) {
 		t.Fatal(err)
 	}
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(tables) < 5 {
+	if err != nil || len(tables) < 4 { // orders, order_lines, payments, stock_adjustments at least
 		t.Fatalf("tables written with an event: %v (%v)", tables, err)
 	}
 	for _, tbl := range tables {
