@@ -42,15 +42,14 @@ type IdempotencyKey struct {
 }
 
 type Order struct {
-	ID            uuid.UUID
-	CustomerID    uuid.UUID
-	Status        string
-	TotalCents    int64
-	PaidCents     int64
-	Version       int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	RefundedCents int64
+	ID         uuid.UUID
+	CustomerID uuid.UUID
+	Status     string
+	TotalCents int64
+	PaidCents  int64
+	Version    int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 type OrderLine struct {
@@ -91,15 +90,6 @@ type Product struct {
 	Version    int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
-}
-
-type Refund struct {
-	ID          uuid.UUID
-	OrderID     uuid.UUID
-	ActorID     uuid.UUID
-	AmountCents int64
-	Reason      string
-	CreatedAt   time.Time
 }
 
 type StockAdjustment struct {
