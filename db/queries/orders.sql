@@ -71,3 +71,54 @@ RETURNING *;
 -- name: PaymentInsert :exec
 INSERT INTO payments (id, order_id, actor_id, amount_cents)
 VALUES (@id, @order_id, @actor_id, @amount_cents);
+
+-- name: OrderAddRefund :one
+-- One guarded atomic increment (pattern 2), like OrderAddPayment: the guard,
+-- not a prior read, keeps refunded_cents within paid_cents, backed by the
+-- CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
+-- row: missing, not cancelled or over-refunded.
+-- Patterns and rule ids: docs/patterns.md.
+-- Balance: none: only a cancelled order is refunded, and a cancelled order owes nothing (app.RecordRefund).
+UPDATE orders
+SET refunded_cents = refunded_cents + @amount_cents,
+    version        = version + 1,
+    updated_at     = now()
+WHERE id = @id AND status = 'cancelled'
+  AND refunded_cents + @amount_cents <= paid_cents
+RETURNING *;
+
+-- name: RefundInsert :exec
+INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+VALUES (@id, @order_id, @actor_id, @amount_cents, @reason);
+
+-- name: CheckRefundBeyondPaid :many
+-- `api check`, kind refund_beyond_paid: every order whose refunded_cents
+-- exceeds its paid_cents or that was refunded without being cancelled (the
+-- CHECK and the guard keep both from happening; this finds what went
+-- around them). The corruption refunds the paid order, still placed, with
+-- a refund row to match, so that only this kind fires.
+-- Corruption: UPDATE orders SET refunded_cents = 100 WHERE paid_cents > 0;
+--   INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+--   SELECT gen_random_uuid(), id, (SELECT id FROM actors WHERE role = 'staff'), 100, 'x' FROM orders WHERE paid_cents > 0;
+-- Finds: (placed) has refunded_cents 100 but paid_cents 300: only what a cancelled order was paid may be refunded
+SELECT format('order %s (%s) has refunded_cents %s but paid_cents %s: only what a cancelled order was paid may be refunded',
+              id, status, refunded_cents, paid_cents) AS line
+FROM orders
+WHERE refunded_cents > 0 AND (refunded_cents > paid_cents OR status <> 'cancelled')
+ORDER BY id;
+
+-- name: CheckRefundSum :many
+-- `api check`, kind refund_sum: every order whose refunded_cents differs
+-- from the sum of its refund rows, in one statement (one snapshot).
+-- Corruption: INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+--   SELECT gen_random_uuid(), id, (SELECT id FROM actors WHERE role = 'staff'), 50, 'x' FROM orders WHERE paid_cents > 0;
+-- Finds: has refunded_cents 0 but its refunds sum to 50 (difference -50)
+SELECT format('order %s has refunded_cents %s but its refunds sum to %s (difference %s)',
+              o.id, o.refunded_cents, d.refunds, CASE WHEN d.diff >= 0 THEN '+' ELSE '' END || d.diff) AS line
+FROM orders o
+LEFT JOIN (SELECT order_id, sum(amount_cents) AS sum
+           FROM refunds
+           GROUP BY order_id) r ON r.order_id = o.id
+CROSS JOIN LATERAL (SELECT COALESCE(r.sum, 0)::bigint AS refunds, o.refunded_cents - COALESCE(r.sum, 0)::bigint AS diff) d
+WHERE d.diff <> 0
+ORDER BY o.id;

@@ -41,14 +41,15 @@ type Event struct {
 // order goes into both at once. For order.cancelled the lines are the stock
 // given back.
 type OrderData struct {
-	ID         uuid.UUID       `json:"id"`
-	CustomerID uuid.UUID       `json:"customer_id"`
-	Status     string          `json:"status"`
-	Lines      []OrderLineData `json:"lines"`
-	TotalCents int64           `json:"total_cents"`
-	PaidCents  int64           `json:"paid_cents"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
+	ID            uuid.UUID       `json:"id"`
+	CustomerID    uuid.UUID       `json:"customer_id"`
+	Status        string          `json:"status"`
+	Lines         []OrderLineData `json:"lines"`
+	TotalCents    int64           `json:"total_cents"`
+	PaidCents     int64           `json:"paid_cents"`
+	RefundedCents int64           `json:"refunded_cents"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
 }
 
 // OrderLineData is one line of an OrderData.
@@ -66,7 +67,7 @@ func NewOrderData(o *domain.Order) OrderData {
 	}
 	return OrderData{
 		ID: o.ID(), CustomerID: o.CustomerID(), Status: o.Status().String(), Lines: lines,
-		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()),
+		TotalCents: int64(o.Total()), PaidCents: int64(o.Paid()), RefundedCents: int64(o.Refunded()),
 		CreatedAt: o.CreatedAt().UTC(), UpdatedAt: o.UpdatedAt().UTC(),
 	}
 }

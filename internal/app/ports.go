@@ -143,6 +143,10 @@ type OrderRepo interface {
 	// AddPayment increments paid_cents in one guarded statement; it returns
 	// nil and false when the guard refused (cancelled or overpaid).
 	AddPayment(ctx context.Context, orderID, actorID uuid.UUID, amount domain.Cents) (*domain.Order, bool, error)
+	// AddRefund increments refunded_cents in one guarded statement and
+	// records the refund; it returns nil and false when the guard refused
+	// (not cancelled, or beyond what was paid).
+	AddRefund(ctx context.Context, orderID, actorID uuid.UUID, refund domain.Refund) (*domain.Order, bool, error)
 }
 
 // ActorRepo stores actors and their tokens.

@@ -249,10 +249,15 @@ func TestParseLineRequests(t *testing.T) {
 
 // order builds an order in a given state, as a repository would.
 func order(status domain.OrderStatus, total, paid domain.Cents) *domain.Order {
+	return refundedOrder(status, total, paid, 0)
+}
+
+// refundedOrder is order with refunds.
+func refundedOrder(status domain.OrderStatus, total, paid, refunded domain.Cents) *domain.Order {
 	now := time.Now()
 	lines := []domain.OrderLine{{ProductID: uuid.New(), Quantity: 1, UnitPrice: total}}
 	return domain.RehydrateOrder(domain.OrderRecord{
-		ID: uuid.New(), CustomerID: uuid.New(), Status: status, Lines: lines, Total: total, Paid: paid,
+		ID: uuid.New(), CustomerID: uuid.New(), Status: status, Lines: lines, Total: total, Paid: paid, Refunded: refunded,
 		Version: 3, CreatedAt: now, UpdatedAt: now,
 	})
 }
@@ -276,7 +281,9 @@ func TestOrderTransitions(t *testing.T) {
 		afterShip domain.OrderStatus
 	}{
 		{domain.StatusPlaced, 0, "", "", domain.StatusCancelled, domain.StatusShipped},
-		{domain.StatusPlaced, 1, domain.CodeInvalidTransition, "", domain.StatusPlaced, domain.StatusShipped},
+		// Paid in part or in full, it may still be cancelled: the payments become refundable.
+		{domain.StatusPlaced, 1, "", "", domain.StatusCancelled, domain.StatusShipped},
+		{domain.StatusPlaced, 100, "", "", domain.StatusCancelled, domain.StatusShipped},
 		{domain.StatusShipped, 0, domain.CodeInvalidTransition, domain.CodeInvalidTransition, domain.StatusShipped, domain.StatusShipped},
 		{domain.StatusCancelled, 0, domain.CodeInvalidTransition, domain.CodeInvalidTransition, domain.StatusCancelled, domain.StatusCancelled},
 	}
@@ -323,6 +330,57 @@ func TestOrderCheckPayment(t *testing.T) {
 	for _, c := range cases {
 		o := order(c.status, c.total, c.paid)
 		wantCode(t, fmt.Sprintf("%s order %d/%d, pay %d", c.status, c.paid, c.total, c.amount), o.CheckPayment(c.amount), c.code)
+	}
+}
+
+func TestOrderCheckRefund(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status         domain.OrderStatus
+		paid, refunded domain.Cents
+		amount         domain.Cents
+		code           domain.Code
+	}{
+		{domain.StatusCancelled, 100, 0, 1, ""},
+		{domain.StatusCancelled, 100, 0, 100, ""},
+		{domain.StatusCancelled, 100, 40, 60, ""},
+		{domain.StatusCancelled, 100, 0, 101, domain.CodeOverRefund},
+		{domain.StatusCancelled, 100, 100, 1, domain.CodeOverRefund},
+		{domain.StatusCancelled, 0, 0, 1, domain.CodeOverRefund},
+		{domain.StatusPlaced, 100, 0, 1, domain.CodeInvalidTransition},
+		{domain.StatusShipped, 100, 0, 1, domain.CodeInvalidTransition},
+	}
+	for _, c := range cases {
+		o := refundedOrder(c.status, 100, c.paid, c.refunded)
+		wantCode(t, fmt.Sprintf("%s order paid %d refunded %d, refund %d", c.status, c.paid, c.refunded, c.amount), o.CheckRefund(c.amount), c.code)
+	}
+}
+
+func TestParseRefund(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		amount int64
+		reason string
+		fields []string
+	}{
+		{1, "damaged in transit", nil},
+		{int64(domain.MaxCents), "x", nil},
+		{0, "x", []string{"amount_cents"}},
+		{-5, "x", []string{"amount_cents"}},
+		{int64(domain.MaxCents) + 1, "x", []string{"amount_cents"}},
+		{5, "", []string{"reason"}},
+		{5, "line\nbreak", []string{"reason"}},
+		{5, "nul\x00", []string{"reason"}},
+		{0, strings.Repeat("r", 201), []string{"amount_cents", "reason"}},
+	}
+	for _, c := range cases {
+		r, err := domain.ParseRefund(c.amount, c.reason)
+		if got := fieldsOf(t, err); !slices.Equal(got, c.fields) {
+			t.Errorf("ParseRefund(%d, %.10q): fields %q, want %q", c.amount, c.reason, got, c.fields)
+		}
+		if err == nil && (r.Amount != domain.Cents(c.amount) || r.Reason != c.reason) {
+			t.Errorf("ParseRefund(%d, %q) = %+v", c.amount, c.reason, r)
+		}
 	}
 }
 

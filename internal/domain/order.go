@@ -13,6 +13,8 @@ const (
 	CodeInvalidTransition Code = "invalid_transition"
 	// CodeOverpayment: a payment exceeds what is still owed.
 	CodeOverpayment Code = "overpayment"
+	// CodeOverRefund: a refund exceeds what was paid and not yet refunded.
+	CodeOverRefund Code = "over_refund"
 )
 
 // OrderStatus is where an order is in its life: placed, then shipped or
@@ -93,6 +95,7 @@ type Order struct {
 	lines      []OrderLine
 	total      Cents
 	paid       Cents
+	refunded   Cents
 	version    Version
 	createdAt  time.Time
 	updatedAt  time.Time
@@ -121,6 +124,7 @@ type OrderRecord struct {
 	Lines      []OrderLine
 	Total      Cents
 	Paid       Cents
+	Refunded   Cents
 	Version    Version
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
@@ -130,7 +134,7 @@ type OrderRecord struct {
 // tests) call it.
 func RehydrateOrder(r OrderRecord) *Order {
 	return &Order{id: r.ID, customerID: r.CustomerID, status: r.Status, lines: r.Lines, total: r.Total, paid: r.Paid,
-		version: r.Version, createdAt: r.CreatedAt, updatedAt: r.UpdatedAt}
+		refunded: r.Refunded, version: r.Version, createdAt: r.CreatedAt, updatedAt: r.UpdatedAt}
 }
 
 func (o *Order) ID() uuid.UUID         { return o.id }
@@ -139,6 +143,7 @@ func (o *Order) Status() OrderStatus   { return o.status }
 func (o *Order) Lines() []OrderLine    { return o.lines }
 func (o *Order) Total() Cents          { return o.total }
 func (o *Order) Paid() Cents           { return o.paid }
+func (o *Order) Refunded() Cents       { return o.refunded }
 func (o *Order) Outstanding() Cents    { return o.total - o.paid }
 func (o *Order) Version() Version      { return o.version }
 func (o *Order) CreatedAt() time.Time  { return o.createdAt }
@@ -150,13 +155,12 @@ func (o *Order) VisibleTo(actorID uuid.UUID, role Role) bool {
 	return role == RoleStaff || o.customerID == actorID
 }
 
-// Cancel moves a placed order with nothing paid to cancelled.
+// Cancel moves a placed order to cancelled. An order paid in part (or in
+// full) may be cancelled: what was paid stays recorded in paid and becomes
+// refundable (CheckRefund); what was still owed is no longer owed.
 func (o *Order) Cancel() error {
 	if o.status != StatusPlaced {
 		return Errorf(CodeInvalidTransition, "order is %s; only a placed order can be cancelled", o.status)
-	}
-	if o.paid > 0 {
-		return Errorf(CodeInvalidTransition, "order has payments of %d cents; a paid order cannot be cancelled", o.paid)
 	}
 	o.status = StatusCancelled
 	return nil
@@ -190,4 +194,36 @@ func ParsePayment(amountCents int64) (Cents, error) {
 		v.Add("amount_cents", fmt.Sprintf("must be between 1 and %d", MaxCents))
 	}
 	return Cents(amountCents), v.Err()
+}
+
+// Refund is money given back on a cancelled order, with the reason staff
+// give for it.
+type Refund struct {
+	Amount Cents
+	Reason string
+}
+
+// ParseRefund accepts a positive amount and a reason of one line of text
+// (ParseName).
+func ParseRefund(amountCents int64, reason string) (Refund, error) {
+	var v Validation
+	if amountCents < 1 || Cents(amountCents) > MaxCents {
+		v.Add("amount_cents", fmt.Sprintf("must be between 1 and %d", MaxCents))
+	}
+	r, err := ParseName(reason)
+	v.Merge("reason", err)
+	return Refund{Amount: Cents(amountCents), Reason: r}, v.Err()
+}
+
+// CheckRefund says whether a refund of amount may be recorded: only on a
+// cancelled order (a placed or shipped order still owes or has its goods),
+// and never beyond what was paid and not yet refunded.
+func (o *Order) CheckRefund(amount Cents) error {
+	if o.status != StatusCancelled {
+		return Errorf(CodeInvalidTransition, "order is %s; only a cancelled order is refunded", o.status)
+	}
+	if o.refunded+amount > o.paid {
+		return Errorf(CodeOverRefund, "refund of %d cents exceeds the %d cents paid and not yet refunded", amount, o.paid-o.refunded)
+	}
+	return nil
 }

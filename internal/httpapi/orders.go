@@ -63,6 +63,10 @@ func orderOperations() []operation {
 					Amount  int64
 				}{c.OrderID, int64(c.Amount)}
 			}))},
+		{name: "recordRefund", method: "POST", route: "/v1/orders/{id}/refunds", status: 201, key: keyRequired, access: app.StaffOnly,
+			serve: (*Server).recordRefund, forms: forms(formOf(1, func(c app.RecordRefundCommand) canonical {
+				return canonical{"order_id": id(c.OrderID), "amount_cents": int64(c.Refund.Amount), "reason": c.Refund.Reason}
+			}))},
 	}
 }
 
@@ -165,6 +169,34 @@ type paymentJSON struct {
 func (s *Server) recordPayment(op operation) http.Handler {
 	return keyed(s, op, paymentIn.command, s.app.RecordPayment().Handle, func(p app.PaymentRecorded) (any, map[string]string) {
 		return paymentJSON{OrderID: p.OrderID, AmountCents: int64(p.Amount), PaidCents: int64(p.Paid)}, nil
+	})
+}
+
+type refundIn struct {
+	AmountCents *int64  `json:"amount_cents"`
+	Reason      *string `json:"reason"`
+}
+
+func (in refundIn) command(at target) (app.RecordRefundCommand, error) {
+	var v domain.Validation
+	required(&v, "amount_cents", in.AmountCents)
+	required(&v, "reason", in.Reason)
+	if err := v.Err(); err != nil {
+		return app.RecordRefundCommand{}, err
+	}
+	refund, err := domain.ParseRefund(*in.AmountCents, *in.Reason)
+	return app.RecordRefundCommand{OrderID: at.id, Refund: refund}, err
+}
+
+type refundJSON struct {
+	OrderID       uuid.UUID `json:"order_id"`
+	AmountCents   int64     `json:"amount_cents"`
+	RefundedCents int64     `json:"refunded_cents"`
+}
+
+func (s *Server) recordRefund(op operation) http.Handler {
+	return keyed(s, op, refundIn.command, s.app.RecordRefund().Handle, func(f app.RefundRecorded) (any, map[string]string) {
+		return refundJSON{OrderID: f.OrderID, AmountCents: int64(f.Amount), RefundedCents: int64(f.Refunded)}, nil
 	})
 }
 

@@ -42,14 +42,15 @@ type IdempotencyKey struct {
 }
 
 type Order struct {
-	ID         uuid.UUID
-	CustomerID uuid.UUID
-	Status     string
-	TotalCents int64
-	PaidCents  int64
-	Version    int64
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	ID            uuid.UUID
+	CustomerID    uuid.UUID
+	Status        string
+	TotalCents    int64
+	PaidCents     int64
+	Version       int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	RefundedCents int64
 }
 
 type OrderLine struct {
@@ -90,6 +91,15 @@ type Product struct {
 	Version    int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+type Refund struct {
+	ID          uuid.UUID
+	OrderID     uuid.UUID
+	ActorID     uuid.UUID
+	AmountCents int64
+	Reason      string
+	CreatedAt   time.Time
 }
 
 type StockAdjustment struct {

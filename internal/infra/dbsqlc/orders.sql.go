@@ -12,6 +12,84 @@ import (
 	"github.com/google/uuid"
 )
 
+const checkRefundBeyondPaid = `-- name: CheckRefundBeyondPaid :many
+SELECT format('order %s (%s) has refunded_cents %s but paid_cents %s: only what a cancelled order was paid may be refunded',
+              id, status, refunded_cents, paid_cents) AS line
+FROM orders
+WHERE refunded_cents > 0 AND (refunded_cents > paid_cents OR status <> 'cancelled')
+ORDER BY id
+`
+
+// `api check`, kind refund_beyond_paid: every order whose refunded_cents
+// exceeds its paid_cents or that was refunded without being cancelled (the
+// CHECK and the guard keep both from happening; this finds what went
+// around them). The corruption refunds the paid order, still placed, with
+// a refund row to match, so that only this kind fires.
+// Corruption: UPDATE orders SET refunded_cents = 100 WHERE paid_cents > 0;
+//
+//	INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+//	SELECT gen_random_uuid(), id, (SELECT id FROM actors WHERE role = 'staff'), 100, 'x' FROM orders WHERE paid_cents > 0;
+//
+// Finds: (placed) has refunded_cents 100 but paid_cents 300: only what a cancelled order was paid may be refunded
+func (q *Queries) CheckRefundBeyondPaid(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, checkRefundBeyondPaid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		items = append(items, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const checkRefundSum = `-- name: CheckRefundSum :many
+SELECT format('order %s has refunded_cents %s but its refunds sum to %s (difference %s)',
+              o.id, o.refunded_cents, d.refunds, CASE WHEN d.diff >= 0 THEN '+' ELSE '' END || d.diff) AS line
+FROM orders o
+LEFT JOIN (SELECT order_id, sum(amount_cents) AS sum
+           FROM refunds
+           GROUP BY order_id) r ON r.order_id = o.id
+CROSS JOIN LATERAL (SELECT COALESCE(r.sum, 0)::bigint AS refunds, o.refunded_cents - COALESCE(r.sum, 0)::bigint AS diff) d
+WHERE d.diff <> 0
+ORDER BY o.id
+`
+
+// `api check`, kind refund_sum: every order whose refunded_cents differs
+// from the sum of its refund rows, in one statement (one snapshot).
+// Corruption: INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+//
+//	SELECT gen_random_uuid(), id, (SELECT id FROM actors WHERE role = 'staff'), 50, 'x' FROM orders WHERE paid_cents > 0;
+//
+// Finds: has refunded_cents 0 but its refunds sum to 50 (difference -50)
+func (q *Queries) CheckRefundSum(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, checkRefundSum)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		items = append(items, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const orderAddPayment = `-- name: OrderAddPayment :one
 UPDATE orders
 SET paid_cents = paid_cents + $1,
@@ -19,7 +97,7 @@ SET paid_cents = paid_cents + $1,
     updated_at = now()
 WHERE id = $2 AND status <> 'cancelled'
   AND paid_cents + $1 <= total_cents
-RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
 `
 
 type OrderAddPaymentParams struct {
@@ -43,12 +121,51 @@ func (q *Queries) OrderAddPayment(ctx context.Context, db DBTX, arg OrderAddPaym
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RefundedCents,
+	)
+	return i, err
+}
+
+const orderAddRefund = `-- name: OrderAddRefund :one
+UPDATE orders
+SET refunded_cents = refunded_cents + $1,
+    version        = version + 1,
+    updated_at     = now()
+WHERE id = $2 AND status = 'cancelled'
+  AND refunded_cents + $1 <= paid_cents
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
+`
+
+type OrderAddRefundParams struct {
+	AmountCents int64
+	ID          uuid.UUID
+}
+
+// One guarded atomic increment (pattern 2), like OrderAddPayment: the guard,
+// not a prior read, keeps refunded_cents within paid_cents, backed by the
+// CHECK orders_refund_within_paid. Only a cancelled order is refunded. No
+// row: missing, not cancelled or over-refunded.
+// Patterns and rule ids: docs/patterns.md.
+// Balance: none: only a cancelled order is refunded, and a cancelled order owes nothing (app.RecordRefund).
+func (q *Queries) OrderAddRefund(ctx context.Context, db DBTX, arg OrderAddRefundParams) (Order, error) {
+	row := db.QueryRow(ctx, orderAddRefund, arg.AmountCents, arg.ID)
+	var i Order
+	err := row.Scan(
+		&i.ID,
+		&i.CustomerID,
+		&i.Status,
+		&i.TotalCents,
+		&i.PaidCents,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.RefundedCents,
 	)
 	return i, err
 }
 
 const orderGet = `-- name: OrderGet :many
-SELECT o.id, o.customer_id, o.status, o.total_cents, o.paid_cents, o.version, o.created_at, o.updated_at, l.product_id, l.quantity, l.unit_price_cents
+SELECT o.id, o.customer_id, o.status, o.total_cents, o.paid_cents, o.version, o.created_at, o.updated_at, o.refunded_cents, l.product_id, l.quantity, l.unit_price_cents
 FROM orders o
 JOIN order_lines l ON l.order_id = o.id
 WHERE o.id = $1
@@ -84,6 +201,7 @@ func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) ([]OrderG
 			&i.Order.Version,
 			&i.Order.CreatedAt,
 			&i.Order.UpdatedAt,
+			&i.Order.RefundedCents,
 			&i.ProductID,
 			&i.Quantity,
 			&i.UnitPriceCents,
@@ -101,7 +219,7 @@ func (q *Queries) OrderGet(ctx context.Context, db DBTX, id uuid.UUID) ([]OrderG
 const orderInsert = `-- name: OrderInsert :one
 INSERT INTO orders (id, customer_id, status, total_cents, created_at, updated_at)
 VALUES ($1, $2, 'placed', $3, $4, $4)
-RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
 `
 
 type OrderInsertParams struct {
@@ -131,6 +249,7 @@ func (q *Queries) OrderInsert(ctx context.Context, db DBTX, arg OrderInsertParam
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RefundedCents,
 	)
 	return i, err
 }
@@ -197,7 +316,7 @@ func (q *Queries) OrderLinesInsert(ctx context.Context, db DBTX, arg OrderLinesI
 }
 
 const orderListAll = `-- name: OrderListAll :many
-SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at FROM orders
+SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents FROM orders
 WHERE id < $1
 ORDER BY id DESC
 LIMIT $2
@@ -226,6 +345,7 @@ func (q *Queries) OrderListAll(ctx context.Context, db DBTX, arg OrderListAllPar
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.RefundedCents,
 		); err != nil {
 			return nil, err
 		}
@@ -238,7 +358,7 @@ func (q *Queries) OrderListAll(ctx context.Context, db DBTX, arg OrderListAllPar
 }
 
 const orderListByCustomer = `-- name: OrderListByCustomer :many
-SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at FROM orders
+SELECT id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents FROM orders
 WHERE customer_id = $1 AND id < $2
 ORDER BY id DESC
 LIMIT $3
@@ -268,6 +388,7 @@ func (q *Queries) OrderListByCustomer(ctx context.Context, db DBTX, arg OrderLis
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.RefundedCents,
 		); err != nil {
 			return nil, err
 		}
@@ -285,7 +406,7 @@ SET status     = $1,
     version    = version + 1,
     updated_at = now()
 WHERE id = $2 AND version = $3
-RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at
+RETURNING id, customer_id, status, total_cents, paid_cents, version, created_at, updated_at, refunded_cents
 `
 
 type OrderSetStatusParams struct {
@@ -310,6 +431,7 @@ func (q *Queries) OrderSetStatus(ctx context.Context, db DBTX, arg OrderSetStatu
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RefundedCents,
 	)
 	return i, err
 }
@@ -332,6 +454,30 @@ func (q *Queries) PaymentInsert(ctx context.Context, db DBTX, arg PaymentInsertP
 		arg.OrderID,
 		arg.ActorID,
 		arg.AmountCents,
+	)
+	return err
+}
+
+const refundInsert = `-- name: RefundInsert :exec
+INSERT INTO refunds (id, order_id, actor_id, amount_cents, reason)
+VALUES ($1, $2, $3, $4, $5)
+`
+
+type RefundInsertParams struct {
+	ID          uuid.UUID
+	OrderID     uuid.UUID
+	ActorID     uuid.UUID
+	AmountCents int64
+	Reason      string
+}
+
+func (q *Queries) RefundInsert(ctx context.Context, db DBTX, arg RefundInsertParams) error {
+	_, err := db.Exec(ctx, refundInsert,
+		arg.ID,
+		arg.OrderID,
+		arg.ActorID,
+		arg.AmountCents,
+		arg.Reason,
 	)
 	return err
 }

@@ -17,11 +17,13 @@ type orderRepo struct{ *repositories }
 
 // orderConstraint says what a broken constraint of orders means
 // (outcomeOfConstraint): the CHECKs behind the guarded increments
-// (OrderAddPayment), each its rule's code.
+// (OrderAddPayment, OrderAddRefund), each its rule's code.
 func orderConstraint(e *pgconn.PgError) *domain.Error {
 	switch e.ConstraintName {
 	case "orders_paid_within_total":
 		return domain.Errorf(domain.CodeOverpayment, "payment exceeds the remaining balance")
+	case "orders_refund_within_paid":
+		return domain.Errorf(domain.CodeOverRefund, "refund exceeds what was paid and not yet refunded")
 	}
 	return nil
 }
@@ -71,7 +73,7 @@ func toOrder(r dbsqlc.Order, lines []domain.OrderLine) (*domain.Order, error) {
 	}
 	return domain.RehydrateOrder(domain.OrderRecord{
 		ID: r.ID, CustomerID: r.CustomerID, Status: st, Lines: lines,
-		Total: domain.Cents(r.TotalCents), Paid: domain.Cents(r.PaidCents),
+		Total: domain.Cents(r.TotalCents), Paid: domain.Cents(r.PaidCents), Refunded: domain.Cents(r.RefundedCents),
 		Version: domain.Version(r.Version), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}), nil
 }
@@ -159,9 +161,19 @@ func (r orderRepo) AddPayment(ctx context.Context, orderID, actorID uuid.UUID, a
 	})
 }
 
-// addMoney is the two writes of money recorded against an order: update,
-// the guarded change of one of the order's amounts, then insert, the record
-// of the money under a new id. An update that matched no row (the order is
+func (r orderRepo) AddRefund(ctx context.Context, orderID, actorID uuid.UUID, refund domain.Refund) (*domain.Order, bool, error) {
+	return r.addMoney("orders.add_refund", func() (dbsqlc.Order, error) {
+		return r.q.OrderAddRefund(ctx, r.db, dbsqlc.OrderAddRefundParams{ID: orderID, AmountCents: int64(refund.Amount)})
+	}, func(id uuid.UUID) error {
+		return r.q.RefundInsert(ctx, r.db, dbsqlc.RefundInsertParams{
+			ID: id, OrderID: orderID, ActorID: actorID, AmountCents: int64(refund.Amount), Reason: refund.Reason,
+		})
+	})
+}
+
+// addMoney is a payment's or a refund's two writes: update, the guarded
+// change of the order's paid or refunded cents, then insert, the record of
+// the money under a new id. An update that matched no row (the order is
 // missing, or its guard refused) is (nil, false, nil), for the use case to
 // tell which; a constraint's refusal is its domain error.
 func (r orderRepo) addMoney(op string, update func() (dbsqlc.Order, error), insert func(id uuid.UUID) error) (*domain.Order, bool, error) {
