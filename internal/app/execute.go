@@ -56,6 +56,22 @@ func execute[T any](ctx context.Context, t Transactor, latch KeyLatch, iso Isola
 	return out, err
 }
 
+// RefuseUnderKey answers a keyed request that its transport refuses before
+// any use case runs (an If-Match that is missing or unreadable) in the
+// contract's order, which checks the key first: a completed request under k
+// replays if it is this one and is idempotency_key_reused if it is another,
+// a duplicate in flight is waited for (idempotency_in_progress past the
+// wait), and only a key that holds nothing gets refusal. The claim and the
+// refusal share one transaction, which the refusal rolls back: nothing is
+// stored, so a retry that mends the request runs. A request without a key
+// needs none of this and is refused at once.
+func (u UseCases) RefuseUnderKey(ctx context.Context, p Principal, auth *AuthCheck, k Key, refusal error) (Outcome, error) {
+	call := Call[struct{}]{Principal: p, Auth: auth, Key: &k}
+	return execute(ctx, u.deps.Transactor, u.deps.Latch, ReadCommitted, call, func(context.Context, Repositories) (struct{}, error) {
+		return struct{}{}, refusal
+	})
+}
+
 // latchKey takes k in latch when there are both (auth is read again after
 // a wait, KeyLatch), and returns the context to
 // run the request with and the release.

@@ -238,3 +238,46 @@ func TestIdempotencyKeyCheckedBeforeIfMatch(t *testing.T) {
 		t.Errorf("same PATCH without the key: %d %s, want 409 version_conflict", stale.Status, stale.Body)
 	}
 }
+
+// TestKeyIsCheckedBeforeThePrecondition: the contract checks the key before
+// If-Match. A request whose If-Match is missing or unreadable, under the key
+// of a completed request, answers for that request: 422
+// idempotency_key_reused, since its fingerprint (which holds the If-Match
+// versions) is another; under a key that holds nothing it is refused (428,
+// 400), stores nothing, and the same key then serves the mended request.
+// Without a key the refusal needs no database.
+// Patterns and rule ids: docs/patterns.md (EXT.IDEMPOTENCY.KEY.001).
+func TestKeyIsCheckedBeforeThePrecondition(t *testing.T) {
+	t.Parallel()
+	e := httpkit.New(t)
+	id := e.NewProduct(testkit.ProductSpec{PriceCents: 100, Stock: 10})
+	path := "/v1/products/" + id
+	patch := map[string]any{"price_cents": 150}
+	first := e.Do("PATCH", path, e.Staff.Token, patch, "If-Match", `"v1"`, "Idempotency-Key", "k-patch")
+	wantFresh(t, "first", first, http.StatusOK)
+	wantReplay(t, "the retry, with its If-Match", e.Do("PATCH", path, e.Staff.Token, patch, "If-Match", `"v1"`, "Idempotency-Key", "k-patch"), first)
+	for _, c := range []struct {
+		what    string
+		ifMatch []string
+	}{
+		{"without If-Match", nil},
+		{"with If-Match: *", []string{"If-Match", "*"}},
+		{"with an unquoted tag", []string{"If-Match", "v1"}},
+	} {
+		r := e.Do("PATCH", path, e.Staff.Token, patch, append(c.ifMatch, "Idempotency-Key", "k-patch")...)
+		if r.Status != http.StatusUnprocessableEntity || r.Code() != "idempotency_key_reused" {
+			t.Errorf("the completed request's key, %s: %d %s, want 422 idempotency_key_reused", c.what, r.Status, r.Body)
+		}
+	}
+	stored := keyRows(e)
+	if r := e.Do("PATCH", path, e.Staff.Token, patch, "Idempotency-Key", "k-fresh"); r.Status != http.StatusPreconditionRequired || r.Code() != "precondition_required" {
+		t.Fatalf("a fresh key without If-Match: %d %s, want 428 precondition_required", r.Status, r.Body)
+	}
+	if r := e.Do("PATCH", path, e.Staff.Token, patch, "If-Match", "v2", "Idempotency-Key", "k-fresh"); r.Status != http.StatusBadRequest || r.Code() != "malformed_request" {
+		t.Fatalf("a fresh key with an unquoted tag: %d %s, want 400 malformed_request", r.Status, r.Body)
+	}
+	if n := keyRows(e); n != stored {
+		t.Fatalf("%d key records after the refusals, want %d: a refusal stores nothing", n, stored)
+	}
+	wantFresh(t, "the fresh key, mended", e.Do("PATCH", path, e.Staff.Token, map[string]any{"price_cents": 175}, "If-Match", `"v2"`, "Idempotency-Key", "k-fresh"), http.StatusOK)
+}

@@ -41,7 +41,11 @@ type render[T any] func(T) (body any, header map[string]string)
 // the body is read), the body (413, 400, 422 from command), the key itself
 // (400) and its fingerprint, and only then If-Match (428, 400, 409), so that
 // a retried write whose first response was lost replays instead of being
-// refused for the version it changed.
+// refused for the version it changed. An If-Match that is missing or
+// unreadable is refused after the key's record is read, when there is a
+// key (app.UseCases.RefuseUnderKey): the key of a completed request
+// answers for it (its replay, or 422 for another request under it); a stale
+// one is the use case's version_conflict, after its claim.
 func keyed[In, C, T any](s *Server, op operation, command func(In, target) (C, error), use useCase[C, T], view render[T]) http.Handler {
 	_, empty := any(new(In)).(*noBody)
 	hasID := strings.Contains(op.route, "{id}")
@@ -65,7 +69,11 @@ func keyed[In, C, T any](s *Server, op operation, command func(In, target) (C, e
 			return err
 		}
 		if err := pre(); err != nil {
-			return err
+			if key == nil {
+				return err
+			}
+			out, err := s.app.RefuseUnderKey(r.Context(), c.principal, c.auth, *key, err)
+			return s.respond(w, op.name, out, err)
 		}
 		out, err := use(r.Context(), cmd, app.Call[T]{Principal: c.principal, Auth: c.auth, Key: key, Render: rcpt})
 		return s.respond(w, op.name, out, err)
