@@ -113,7 +113,7 @@ func FuzzDecode(f *testing.F) {
 // checkCallerProblem fails unless p is a complete 4xx problem.
 func checkCallerProblem(t *testing.T, what string, p *Problem) {
 	t.Helper()
-	if s := answerOf(p.Code); s.status != p.Status || p.Status < 400 || p.Status > 499 || p.Detail == "" || p.Title == "" {
+	if s := answerOf(p.Code); !wellFormed(p.Code) || s.status != p.Status || p.Status < 400 || p.Status > 499 || p.Detail == "" || p.Title == "" {
 		t.Fatalf("%s: not a caller's problem: %+v", what, p)
 	}
 	if !utf8.ValidString(p.Detail) {
@@ -363,10 +363,11 @@ func FuzzFingerprint(f *testing.F) {
 // FuzzProblemRendering: whatever code, detail and field a problem carries,
 // the response is one valid application/problem+json object whose members
 // agree with the status line; a code answers its row of statusOf or the
-// default (409, titled with its words); a problem without a code is a 500
-// internal; every 503 has Retry-After.
+// default (409, titled with its words); a problem whose code is not well
+// formed (none, or bytes no code has) is a 500 internal; every 503 has
+// Retry-After.
 func FuzzProblemRendering(f *testing.F) {
-	for _, c := range []string{"validation_failed", "unavailable", "no_such_code", "", "internal", "version_conflict"} {
+	for _, c := range []string{"validation_failed", "unavailable", "no_such_code", "", "\xff", "Upper_case", "internal", "version_conflict"} {
 		f.Add(c, "a detail", "lines[0].quantity", "/v1/orders")
 	}
 	f.Add("malformed_request", "\xff\x00<script>", "\u2028", "/v1/\x00")
@@ -397,7 +398,7 @@ func FuzzProblemRendering(f *testing.F) {
 			t.Fatalf("status line %d, body %v", rec.Code, got)
 		}
 		want, wantCode := answerOf(code), codeText
-		if code == "" {
+		if !wellFormed(code) {
 			want, wantCode = answerOf(domain.CodeInternal), string(domain.CodeInternal)
 		}
 		if rec.Code != want.status || got["code"] != wantCode || got["title"] != want.title {

@@ -70,9 +70,9 @@ type answer struct {
 }
 
 // answerOf is code's row of statusOf, or the default: 409, titled with the
-// code's words. No code is an internal error.
+// code's words. A code that is not one (see wellFormed) is internal.
 func answerOf(code domain.Code) answer {
-	if code == "" {
+	if !wellFormed(code) {
 		code = domain.CodeInternal
 	}
 	if a, ok := statusOf[code]; ok {
@@ -81,16 +81,32 @@ func answerOf(code domain.Code) answer {
 	return defaultAnswer(code)
 }
 
-// defaultAnswer is 409, titled with code's words.
+// defaultAnswer is 409, titled with the words of code, a well-formed one.
 func defaultAnswer(code domain.Code) answer {
 	words := strings.ReplaceAll(string(code), "_", " ")
 	return answer{http.StatusConflict, strings.ToUpper(words[:1]) + words[1:]}
 }
 
+// wellFormed says whether code is written as every code is: 1 to 64
+// characters, a lower-case ASCII letter, then lower-case letters, digits
+// and underscores. Anything else (no code at all, or bytes that only a bug
+// could have put there) is answered as an internal error, never a guess.
+func wellFormed(code domain.Code) bool {
+	if len(code) == 0 || len(code) > 64 || code[0] < 'a' || code[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(code) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
 // problem builds a Problem for code with a caller-safe detail. An error
-// without a code is an internal error, never a guess.
+// whose code is not well formed is an internal error.
 func problem(code domain.Code, detail string) *Problem {
-	if code == "" {
+	if !wellFormed(code) {
 		code, detail = domain.CodeInternal, "an internal error occurred"
 	}
 	a := answerOf(code)

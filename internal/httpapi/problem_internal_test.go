@@ -148,15 +148,40 @@ func TestEveryCodeHasAStatusAndIsDocumented(t *testing.T) {
 }
 
 // TestCodesAreNamedConstants: every code the service answers is one of the
-// Code constants that the test above finds. No Errorf, problem or
-// Error{Code: …} in internal/ is given a string literal, and no function
-// converts one to Code: that would compile (an untyped string is a Code)
-// and answer the default 409 under a code that nobody declared or
-// documented.
+// Code constants that the test above finds. In the source of internal/ and
+// cmd/, no Errorf, problem or answerOf is given a string literal as its
+// code, no Error{Code: …} or Problem{Code: …} literal and no assignment to
+// a .Code holds one, no Code("…") conversion is written outside the
+// constants of internal/domain, and no other package declares a constant
+// of type Code: each would compile (an untyped string is a Code) and answer
+// the default 409 under a code that nobody declared or documented. The
+// check reads the syntax, not the types: a literal that reaches a Code
+// through a variable or a return of another type is not seen.
 func TestCodesAreNamedConstants(t *testing.T) {
 	t.Parallel()
 	var found []string
-	err := filepath.WalkDir("..", func(dir string, d fs.DirEntry, err error) error {
+	visited := map[string]bool{}
+	for _, root := range []string{"..", filepath.Join("..", "..", "cmd")} {
+		found = append(found, literalCodesIn(t, root, visited)...)
+	}
+	for _, dir := range []string{filepath.Join("..", "domain"), filepath.Join("..", "app"), filepath.Join("..", "httpapi")} {
+		if !visited[dir] {
+			t.Fatalf("the search did not read %s: it went wrong", dir)
+		}
+	}
+	if len(found) > 0 {
+		t.Errorf("codes written as literals, not as the Code constants of internal/domain:\n%s", strings.Join(found, "\n"))
+	}
+}
+
+// literalCodesIn walks the packages below root and returns where each
+// writes a code as a literal (literalCode), marking each directory read in
+// visited.
+func literalCodesIn(t *testing.T, root string, visited map[string]bool) []string {
+	t.Helper()
+	var found []string
+	domainDir := filepath.Join("..", "domain")
+	err := filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
@@ -164,14 +189,21 @@ func TestCodesAreNamedConstants(t *testing.T) {
 		if !slices.ContainsFunc(src, func(p string) bool { return !strings.HasSuffix(p, "_test.go") }) {
 			return nil
 		}
+		visited[filepath.Clean(dir)] = true
 		for path, f := range testkit.SourceFiles(t, dir) {
 			for _, decl := range f.Decls {
 				if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.CONST {
-					continue // where the codes are declared
+					if filepath.Clean(dir) == domainDir {
+						continue // where the codes are declared
+					}
+					if codes := declaredIn(t, path, g); len(codes) > 0 {
+						found = append(found, fmt.Sprintf("%s: Code constants %v outside internal/domain", path, codes))
+					}
+					continue
 				}
 				ast.Inspect(decl, func(n ast.Node) bool {
-					if e, ok := n.(ast.Expr); ok && literalCode(e) {
-						found = append(found, fmt.Sprintf("%s: %s", path, types.ExprString(e)))
+					if literalCode(n) {
+						found = append(found, fmt.Sprintf("%s: %s", path, nodeString(n)))
 					}
 					return true
 				})
@@ -182,23 +214,38 @@ func TestCodesAreNamedConstants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(found) > 0 {
-		t.Errorf("codes written as literals, not as the Code constants of internal/domain:\n%s", strings.Join(found, "\n"))
-	}
+	return found
 }
 
-// literalCode says whether e gives a code as a literal: Code("x"), or a
-// string literal as the code argument of Errorf or problem or as the Code
-// of an Error or Problem literal.
-func literalCode(e ast.Expr) bool {
+// nodeString prints an expression or an assignment found by literalCode.
+func nodeString(n ast.Node) string {
+	if a, ok := n.(*ast.AssignStmt); ok {
+		return types.ExprString(a.Lhs[0]) + " = " + types.ExprString(a.Rhs[0])
+	}
+	return types.ExprString(n.(ast.Expr))
+}
+
+// literalCode says whether n gives a code as a literal: Code("x"), a string
+// literal as the code argument of Errorf, problem or answerOf, as the Code
+// of an Error or Problem literal, or assigned to a .Code.
+func literalCode(n ast.Node) bool {
 	isString := func(e ast.Expr) bool {
 		lit, ok := e.(*ast.BasicLit)
 		return ok && lit.Kind == token.STRING
 	}
-	switch e := e.(type) {
+	switch e := n.(type) {
+	case *ast.AssignStmt:
+		if len(e.Lhs) != 1 || len(e.Rhs) != 1 {
+			return false
+		}
+		sel, ok := e.Lhs[0].(*ast.SelectorExpr)
+		return ok && sel.Sel.Name == "Code" && isString(e.Rhs[0])
 	case *ast.CallExpr:
+		if len(e.Args) == 0 || !isString(e.Args[0]) {
+			return false
+		}
 		name := calledName(e.Fun)
-		return len(e.Args) > 0 && (name == "Code" || ((name == "Errorf" || name == "problem") && isString(e.Args[0])))
+		return name == "Code" || name == "Errorf" || name == "problem" || name == "answerOf"
 	case *ast.CompositeLit:
 		if name := calledName(e.Type); name != "Error" && name != "Problem" {
 			return false
@@ -227,6 +274,26 @@ func calledName(e ast.Expr) string {
 	return ""
 }
 
+// declaredIn returns the values of the constants of type Code that g, a
+// const declaration of the file at path, declares.
+func declaredIn(t *testing.T, path string, g *ast.GenDecl) []string {
+	t.Helper()
+	var out []string
+	for _, spec := range g.Specs {
+		v := spec.(*ast.ValueSpec)
+		for _, val := range v.Values {
+			if lit, ok := codeLiteral(v.Type, val); ok {
+				c, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // declaredCodes returns, sorted, the value of every constant of type Code
 // declared in the non-test files of dir, written const CodeX Code = "x" or
 // const CodeX = Code("x").
@@ -235,20 +302,9 @@ func declaredCodes(t *testing.T, dir string) []domain.Code {
 	var out []domain.Code
 	for path, f := range testkit.SourceFiles(t, dir) {
 		for _, d := range f.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range g.Specs {
-				v := spec.(*ast.ValueSpec)
-				for _, val := range v.Values {
-					if lit, ok := codeLiteral(v.Type, val); ok {
-						c, err := strconv.Unquote(lit.Value)
-						if err != nil {
-							t.Fatalf("%s: %v", path, err)
-						}
-						out = append(out, domain.Code(c))
-					}
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+				for _, c := range declaredIn(t, path, g) {
+					out = append(out, domain.Code(c))
 				}
 			}
 		}
@@ -269,11 +325,8 @@ func codeLiteral(typ, val ast.Expr) (*ast.BasicLit, bool) {
 	return lit, ok && lit.Kind == token.STRING
 }
 
-// isCode says whether e names the type Code.
-func isCode(e ast.Expr) bool {
-	id, ok := e.(*ast.Ident)
-	return ok && id.Name == "Code"
-}
+// isCode says whether e names the type Code (Code, domain.Code).
+func isCode(e ast.Expr) bool { return calledName(e) == "Code" }
 
 // testServer is a Server with no database behind it, for the boundary pieces
 // that need none. Its log goes to the returned buffer.

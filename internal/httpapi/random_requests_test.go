@@ -190,8 +190,10 @@ func writtenWithoutEvent(t *testing.T, e *httpkit.Env) {
 		t.Fatal(err)
 	}
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(tables) < 4 { // orders, order_lines, payments, stock_adjustments at least
-		t.Fatalf("tables written with an event: %v (%v)", tables, err)
+	for _, want := range []string{"order_lines", "orders", "payments", "stock_adjustments"} {
+		if err != nil || !slices.Contains(tables, want) {
+			t.Fatalf("tables written with an event: %v (%v), without %s: the search went wrong", tables, err, want)
+		}
 	}
 	for _, tbl := range tables {
 		q := fmt.Sprintf(`SELECT count(*) FROM %s r WHERE NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.xmin = r.xmin)`, pgx.Identifier{tbl}.Sanitize())
