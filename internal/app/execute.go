@@ -66,6 +66,9 @@ func execute[T any](ctx context.Context, t Transactor, latch KeyLatch, iso Isola
 // stored, so a retry that mends the request runs. A request without a key
 // needs none of this and is refused at once.
 func (u UseCases) RefuseUnderKey(ctx context.Context, p Principal, auth *AuthCheck, k Key, refusal error) (Outcome, error) {
+	if refusal == nil {
+		return Outcome{}, errors.New("RefuseUnderKey without a refusal")
+	}
 	call := Call[struct{}]{Principal: p, Auth: auth, Key: &k}
 	return execute(ctx, u.deps.Transactor, u.deps.Latch, ReadCommitted, call, func(context.Context, Repositories) (struct{}, error) {
 		return struct{}{}, refusal

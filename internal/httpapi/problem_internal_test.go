@@ -192,6 +192,11 @@ func literalCodesIn(t *testing.T, root string, visited map[string]bool) []string
 		visited[filepath.Clean(dir)] = true
 		for path, f := range testkit.SourceFiles(t, dir) {
 			for _, decl := range f.Decls {
+				if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.VAR {
+					if codes := declaredIn(t, path, g); len(codes) > 0 {
+						found = append(found, fmt.Sprintf("%s: Code variables %v", path, codes))
+					}
+				}
 				if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.CONST {
 					if filepath.Clean(dir) == domainDir {
 						continue // where the codes are declared
@@ -223,6 +228,24 @@ func nodeString(n ast.Node) string {
 		return types.ExprString(a.Lhs[0]) + " = " + types.ExprString(a.Rhs[0])
 	}
 	return types.ExprString(n.(ast.Expr))
+}
+
+// TestMalformedCodesAreInternal: the codes wellFormed refuses answer 500
+// internal, whatever they are; the fuzz target compares with wellFormed
+// itself, so these are checked by value.
+func TestMalformedCodesAreInternal(t *testing.T) {
+	t.Parallel()
+	for _, c := range []domain.Code{"", "\xff", "Upper_case", "9lives", "has space", "x-y", domain.Code(strings.Repeat("a", 65))} {
+		p := problem(c, "a detail")
+		if p.Status != http.StatusInternalServerError || p.Code != domain.CodeInternal {
+			t.Errorf("code %q: %d %s, want 500 internal", c, p.Status, p.Code)
+		}
+	}
+	for _, c := range []domain.Code{"a", "over_refund", "x9_y", domain.Code(strings.Repeat("a", 64))} {
+		if p := problem(c, "a detail"); p.Status != http.StatusConflict || p.Code != c {
+			t.Errorf("code %q: %d %s, want the default 409", c, p.Status, p.Code)
+		}
+	}
 }
 
 // literalCode says whether n gives a code as a literal: Code("x"), a string
@@ -274,8 +297,8 @@ func calledName(e ast.Expr) string {
 	return ""
 }
 
-// declaredIn returns the values of the constants of type Code that g, a
-// const declaration of the file at path, declares.
+// declaredIn returns the values of type Code that g, a const (or var)
+// declaration of the file at path, declares.
 func declaredIn(t *testing.T, path string, g *ast.GenDecl) []string {
 	t.Helper()
 	var out []string
